@@ -1,0 +1,262 @@
+/*
+ * fusednequip.c: the command-line tool.
+ *   fusednequip info MODEL                 architecture, species, cutoff, parameter count
+ *   fusednequip eval MODEL STRUCTURE.xyz   energy, per-atom energies, forces, stress, virial as
+ *                                          JSON (one object per frame, one line each)
+ * Exit status: 0 on success, 1 on a usage error, 2 when a model or structure is rejected.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fnq.h"
+#include "xyz.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: fusednequip info MODEL\n"
+            "       fusednequip eval [--dtype float32|float64] [--device auto|cpu|cuda]\n"
+            "                        [--min-distance A] [--max-neighbors N] MODEL STRUCTURE.xyz\n"
+            "\n"
+            "MODEL is a file (.nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
+            "(default %s).\n"
+            "eval prints JSON: energy (eV), energies (eV per atom), forces (eV/A), stress\n"
+            "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n",
+            fnq_default_model_dir());
+}
+
+static int load(const char *name, struct fnq_model **m)
+{
+    if (fnq_model_load(name, m) != FNQ_STATUS_OK) {
+        fprintf(stderr, "fusednequip: error: %s\n", fnq_last_error());
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    if (argc != 1) {
+        usage(stderr);
+        return 1;
+    }
+    struct fnq_model *m;
+    int rc = load(argv[0], &m);
+    if (rc)
+        return rc;
+    char *buf = malloc(1 << 16);
+    if (!buf || fnq_model_describe(m, buf, 1 << 16) != FNQ_STATUS_OK) {
+        fprintf(stderr, "fusednequip: error: %s\n", buf ? fnq_last_error() : "out of memory");
+        free(buf);
+        fnq_model_free(m);
+        return 2;
+    }
+    fputs(buf, stdout);
+    free(buf);
+    fnq_model_free(m);
+    return 0;
+}
+
+static void print_json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_array(const double *v, int64_t n)
+{
+    putchar('[');
+    for (int64_t i = 0; i < n; i++)
+        printf("%s%.17g", i ? ", " : "", v[i]);
+    putchar(']');
+}
+
+static double cell_volume(const double *c)
+{
+    return c[0] * (c[4] * c[8] - c[5] * c[7]) - c[1] * (c[3] * c[8] - c[5] * c[6]) +
+           c[2] * (c[3] * c[7] - c[4] * c[6]);
+}
+
+static int eval_frame(struct fnq_ctx *ctx, const struct fnq_model *m, const char *file,
+                      const struct xyz_frame *fr)
+{
+    int64_t n = fr->n_atoms;
+    int32_t *species = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    double *energies = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *forces = malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+    int rc = 0;
+    if (!species || !energies || !forces) {
+        fprintf(stderr, "fusednequip: error: out of memory for %lld atoms\n", (long long)n);
+        rc = 2;
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        species[i] = fnq_model_species_index(m, fr->symbols[i]);
+        if (species[i] < 0) {
+            fprintf(stderr,
+                    "fusednequip: error: %s:%lld: atom %lld is element '%s', which the model %s "
+                    "does not have\n",
+                    file, (long long)(fr->first_line + 2 + i), (long long)i, fr->symbols[i],
+                    fnq_model_family(m));
+            rc = 2;
+            goto done;
+        }
+    }
+    double energy, virial[6];
+    if (fnq_ctx_compute_periodic(ctx, n, fr->positions, species, fr->has_cell ? fr->cell : NULL,
+                                 fr->pbc, &energy, energies, forces, virial) != FNQ_STATUS_OK) {
+        fprintf(stderr, "fusednequip: error: %s (frame at line %lld): %s\n", file,
+                (long long)fr->first_line, fnq_last_error());
+        rc = 2;
+        goto done;
+    }
+    printf("{\"energy\": %.17g, \"natoms\": %lld, \"nedges\": %lld, \"energies\": ", energy,
+           (long long)n, (long long)fnq_ctx_last_num_edges(ctx));
+    print_array(energies, n);
+    printf(", \"forces\": [");
+    for (int64_t i = 0; i < n; i++) {
+        printf("%s", i ? ", " : "");
+        print_array(forces + 3 * i, 3);
+    }
+    printf("], \"virial\": ");
+    print_array(virial, 6);
+    double vol = fr->has_cell ? fabs(cell_volume(fr->cell)) : 0.0;
+    if (vol > 1e-12) {
+        double stress[6];
+        for (int k = 0; k < 6; k++)
+            stress[k] = -virial[k] / vol;
+        printf(", \"stress\": ");
+        print_array(stress, 6);
+    }
+    printf(", \"dtype\": \"%s\", \"device\": \"%s\", \"model\": ",
+           fnq_dtype_name(fnq_ctx_dtype(ctx)), fnq_device_name(fnq_ctx_device(ctx)));
+    print_json_string(fnq_model_path(m));
+    printf("}\n");
+done:
+    free(species), free(energies), free(forces);
+    return rc;
+}
+
+static int cmd_eval(int argc, char **argv)
+{
+    enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
+    enum fnq_device device = FNQ_DEVICE_AUTO;
+    double min_distance = -1.0;
+    long long max_neighbors = -1;
+    int k = 0;
+    for (; k < argc && strncmp(argv[k], "--", 2) == 0; k++) {
+        const char *opt = argv[k];
+        const char *val = (k + 1 < argc) ? argv[k + 1] : NULL;
+        if (!val) {
+            fprintf(stderr, "fusednequip: error: option %s needs a value\n", opt);
+            return 1;
+        }
+        k++;
+        if (strcmp(opt, "--dtype") == 0) {
+            if (strcmp(val, "float32") == 0) dtype = FNQ_DTYPE_F32;
+            else if (strcmp(val, "float64") == 0) dtype = FNQ_DTYPE_F64;
+            else {
+                fprintf(stderr, "fusednequip: error: --dtype must be float32 or float64, not '%s'\n",
+                        val);
+                return 1;
+            }
+        } else if (strcmp(opt, "--device") == 0) {
+            if (strcmp(val, "cpu") == 0) device = FNQ_DEVICE_CPU;
+            else if (strcmp(val, "cuda") == 0) device = FNQ_DEVICE_CUDA;
+            else if (strcmp(val, "auto") == 0) device = FNQ_DEVICE_AUTO;
+            else {
+                fprintf(stderr, "fusednequip: error: --device must be auto, cpu or cuda, not '%s'\n",
+                        val);
+                return 1;
+            }
+        } else if (strcmp(opt, "--min-distance") == 0) {
+            min_distance = atof(val);
+        } else if (strcmp(opt, "--max-neighbors") == 0) {
+            max_neighbors = atoll(val);
+        } else {
+            fprintf(stderr, "fusednequip: error: unknown option %s\n", opt);
+            return 1;
+        }
+    }
+    if (argc - k != 2) {
+        usage(stderr);
+        return 1;
+    }
+    const char *model_name = argv[k], *file = argv[k + 1];
+    FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (!f) {
+        fprintf(stderr, "fusednequip: error: %s: cannot open\n", file);
+        return 2;
+    }
+    struct fnq_model *m;
+    int rc = load(model_name, &m);
+    if (rc) {
+        if (f != stdin) fclose(f);
+        return rc;
+    }
+    struct fnq_ctx *ctx;
+    if (fnq_ctx_init(m, device, 0, dtype, &ctx) != FNQ_STATUS_OK ||
+        (min_distance >= 0.0 && fnq_ctx_set_min_distance(ctx, min_distance) != FNQ_STATUS_OK) ||
+        (max_neighbors >= 0 && fnq_ctx_set_max_neighbors(ctx, max_neighbors) != FNQ_STATUS_OK)) {
+        fprintf(stderr, "fusednequip: error: %s\n", fnq_last_error());
+        fnq_model_free(m);
+        if (f != stdin) fclose(f);
+        return 2;
+    }
+    int64_t line = 0, frames = 0;
+    char err[1024];
+    struct xyz_frame fr;
+    int got;
+    while ((got = xyz_read_frame(f, file, &line, &fr, err, sizeof(err))) == 1) {
+        rc = eval_frame(ctx, m, file, &fr);
+        xyz_frame_free(&fr);
+        frames++;
+        if (rc)
+            break;
+    }
+    if (got < 0) {
+        fprintf(stderr, "fusednequip: error: %s\n", err);
+        rc = 2;
+    } else if (rc == 0 && frames == 0) {
+        fprintf(stderr, "fusednequip: error: %s: no structure in the file\n", file);
+        rc = 2;
+    }
+    fflush(stdout);
+    fnq_ctx_free(ctx);
+    fnq_model_free(m);
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    if (strcmp(argv[1], "info") == 0)
+        return cmd_info(argc - 2, argv + 2);
+    if (strcmp(argv[1], "eval") == 0)
+        return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("fusednequip %s\n", fnq_version_string());
+        return 0;
+    }
+    fprintf(stderr, "fusednequip: error: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 1;
+}

@@ -1,0 +1,213 @@
+/*
+ * fnq.h: the public C API of libfusednequip.
+ *
+ * libfusednequip evaluates NequIP-family equivariant interatomic potentials (Nequix, classic and
+ * current NequIP) without Python or torch. It loads a model once and then evaluates many atomic
+ * configurations, returning the total energy, per-atom energies, forces and the virial. Forces
+ * come from a hand-written backward pass.
+ *
+ * Usage (error handling shortened):
+ *
+ *     struct fnq_model *model;
+ *     if (fnq_model_load("nequix-mp-1", &model) != FNQ_STATUS_OK)
+ *         fprintf(stderr, "%s\n", fnq_last_error());
+ *     struct fnq_ctx *ctx;
+ *     fnq_ctx_init(model, FNQ_DEVICE_AUTO, 0, FNQ_DTYPE_DEFAULT, &ctx);
+ *     int32_t si = fnq_model_species_index(model, "Si");
+ *     int32_t species[2] = {si, si};
+ *     double pos[6] = {0, 0, 0, 1.3575, 1.3575, 1.3575};
+ *     double cell[9] = {0, 2.715, 2.715, 2.715, 0, 2.715, 2.715, 2.715, 0};
+ *     int32_t pbc[3] = {1, 1, 1};
+ *     double energy, forces[6], virial[6];
+ *     fnq_ctx_compute_periodic(ctx, 2, pos, species, cell, pbc, &energy, NULL, forces, virial);
+ *     fnq_ctx_free(ctx);
+ *     fnq_model_free(model);
+ *
+ * Conventions:
+ *   - Units are those of the model: eV and Angstrom for every model shipped today.
+ *   - Arrays are row-major: positions[i*3 + k], cell[a*3 + k] with the rows = lattice vectors.
+ *   - The virial is W = -dE/d(strain) = sum over edges of r (x) F, six components in ASE's
+ *     Voigt order xx yy zz yz xz xy. ASE's stress is -W/volume; LAMMPS' pressure is W/volume.
+ *   - Every pointer argument is a host pointer. A NULL output pointer means "don't compute".
+ *   - Functions return enum fnq_status; on failure fnq_last_error() says what went wrong
+ *     (file, field, atom, value). The library never exits or aborts the process.
+ *   - A context is not thread-safe; use one context per thread. Models are read-only after
+ *     loading and may be shared by many contexts.
+ *
+ * The model format and the data flow of one evaluation are described in docs/architecture.md.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FNQ_BUILD)
+#define FNQ_API __attribute__((visibility("default")))
+#else
+#define FNQ_API
+#endif
+
+/* Bumped whenever a signature or an enum value below changes; bindings refuse a mismatch. */
+#define FNQ_ABI_VERSION 1
+
+/* Append-only, like every enum here: bindings copy these values. */
+enum fnq_status {
+    FNQ_STATUS_OK = 0,
+    FNQ_STATUS_INVALID_ARG = -1,   /* a bad argument or bad input data (NaN, atoms too close, ...) */
+    FNQ_STATUS_IO = -2,            /* a file could not be opened or read */
+    FNQ_STATUS_FORMAT = -3,        /* a model file is corrupt, truncated or inconsistent */
+    FNQ_STATUS_UNSUPPORTED = -4,   /* a valid request this build or model cannot do */
+    FNQ_STATUS_OUT_OF_MEMORY = -5, /* host or device memory exhausted */
+    FNQ_STATUS_DEVICE = -6,        /* a GPU runtime error */
+    FNQ_STATUS_COMM = -7,          /* a ghost-exchange callback failed */
+    FNQ_STATUS_INTERNAL = -99
+};
+
+enum fnq_dtype {
+    FNQ_DTYPE_F32 = 0,
+    FNQ_DTYPE_F64 = 1,
+    FNQ_DTYPE_DEFAULT = 2 /* float64 on the CPU, float32 on the GPU */
+};
+
+enum fnq_device {
+    FNQ_DEVICE_CPU = 0,
+    FNQ_DEVICE_CUDA = 1,
+    FNQ_DEVICE_AUTO = 2 /* the GPU when this build has CUDA and a GPU is present, else the CPU */
+};
+
+struct fnq_model; /* opaque, read-only after loading */
+struct fnq_ctx;   /* opaque: one evaluation context with its buffers */
+
+/* ---- library ---- */
+
+FNQ_API int32_t fnq_abi_version(void);
+FNQ_API const char *fnq_version_string(void);
+FNQ_API const char *fnq_status_string(enum fnq_status status);
+FNQ_API const char *fnq_dtype_name(enum fnq_dtype dtype);
+FNQ_API const char *fnq_device_name(enum fnq_device device);
+/* The message of the last failure in this thread ("" if none). Valid until the next call. */
+FNQ_API const char *fnq_last_error(void);
+
+/* Messages (warnings, info) go to this callback; the default prints warnings to stderr. */
+enum fnq_log_level { FNQ_LOG_DEBUG = 0, FNQ_LOG_INFO = 1, FNQ_LOG_WARN = 2, FNQ_LOG_ERROR = 3 };
+typedef void (*fnq_log_callback)(enum fnq_log_level level, const char *message, void *user);
+FNQ_API void fnq_log_set(fnq_log_callback callback, void *user);
+
+/* Chemical symbol of atomic number z (1..118), or NULL; and the inverse (0 if unknown). */
+FNQ_API const char *fnq_element_symbol(int32_t z);
+FNQ_API int32_t fnq_element_z(const char *symbol);
+
+/* ---- models ---- */
+
+/*
+ * Load a model file: a Nequix .nqx file or a fusednequip .fnqm file (docs/model-format.md).
+ * `path` is a file path; a bare name such as "nequix-mp-1" is also looked up (with the
+ * extensions .nqx and .fnqm) in $FUSEDNEQUIP_MODEL_DIR, then in the default model directory
+ * fnq_default_model_dir(), and in their immediate subdirectories.
+ */
+FNQ_API enum fnq_status fnq_model_load(const char *path, struct fnq_model **out);
+FNQ_API void fnq_model_free(struct fnq_model *model); /* NULL-safe */
+/* Resolve a model name to a path as fnq_model_load does; FNQ_STATUS_IO if not found. */
+FNQ_API enum fnq_status fnq_model_find(const char *name, char *path_out, size_t path_cap);
+/* The directory searched after $FUSEDNEQUIP_MODEL_DIR (set at build time; may not exist). */
+FNQ_API const char *fnq_default_model_dir(void);
+
+FNQ_API double fnq_model_cutoff(const struct fnq_model *model);
+FNQ_API int32_t fnq_model_num_species(const struct fnq_model *model);
+FNQ_API int32_t fnq_model_num_layers(const struct fnq_model *model);
+FNQ_API int64_t fnq_model_num_params(const struct fnq_model *model);
+/* Chemical symbol ("Si") and atomic number of model species `index` (0-based). */
+FNQ_API const char *fnq_model_species_symbol(const struct fnq_model *model, int32_t index);
+FNQ_API int32_t fnq_model_species_z(const struct fnq_model *model, int32_t index);
+/* Model species index of a chemical symbol, or -1 if the model lacks that element. */
+FNQ_API int32_t fnq_model_species_index(const struct fnq_model *model, const char *symbol);
+/* The file the model was loaded from. */
+FNQ_API const char *fnq_model_path(const struct fnq_model *model);
+/* "nequix" or "nequip" */
+FNQ_API const char *fnq_model_family(const struct fnq_model *model);
+/* Per-atom feature width (values per atom) exchanged with ghost atoms before `layer`. */
+FNQ_API int32_t fnq_model_ghost_width(const struct fnq_model *model, int32_t layer);
+/* A human-readable multi-line description: architecture, irreps per layer, species. */
+FNQ_API enum fnq_status fnq_model_describe(const struct fnq_model *model, char *buf, size_t cap);
+
+/* ---- evaluation contexts ---- */
+
+FNQ_API enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
+                                     int32_t device_id, enum fnq_dtype dtype,
+                                     struct fnq_ctx **out);
+FNQ_API void fnq_ctx_free(struct fnq_ctx *ctx); /* NULL-safe */
+FNQ_API enum fnq_device fnq_ctx_device(const struct fnq_ctx *ctx);
+FNQ_API enum fnq_dtype fnq_ctx_dtype(const struct fnq_ctx *ctx);
+
+/*
+ * Input checks. Two atoms closer than `min_distance` (default 0.1 A) or an atom with more than
+ * `max_neighbors` neighbours inside the cutoff (default 1024) is an error that names the atoms;
+ * both usually mean a broken structure or positions in the wrong units.
+ */
+FNQ_API enum fnq_status fnq_ctx_set_min_distance(struct fnq_ctx *ctx, double min_distance);
+FNQ_API enum fnq_status fnq_ctx_set_max_neighbors(struct fnq_ctx *ctx, int64_t max_neighbors);
+
+/*
+ * Evaluate one configuration; the library builds the neighbour list (cell list, any triclinic
+ * cell, cells smaller than twice the cutoff, periodic or not along each axis).
+ *   positions[n*3], species[n] (model species indices), cell[9] (rows = lattice vectors; may be
+ *   NULL when no axis is periodic), pbc[3] (0/1 per axis; NULL = not periodic).
+ * Outputs (NULL = skip): energy, atom_energies[n], forces[n*3], virial[6].
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
+                                                 const double *positions,
+                                                 const int32_t *species, const double *cell,
+                                                 const int32_t *pbc, double *energy,
+                                                 double *atom_energies, double *forces,
+                                                 double *virial);
+
+/*
+ * Ghost-atom exchange used by fnq_ctx_compute_graph when atoms n_local..n_all-1 are ghosts.
+ * Rows hold `width` values of type `dtype` (float or double), row i at rows + i*width.
+ *   forward: fill every ghost row from the row of the atom it is an image of.
+ *   reverse: add every ghost row into the row of the atom it is an image of.
+ * Return 0 on success; anything else aborts the evaluation with FNQ_STATUS_COMM.
+ */
+struct fnq_comm {
+    void *user;
+    int (*forward)(void *user, void *rows, int32_t width, enum fnq_dtype dtype);
+    int (*reverse)(void *user, void *rows, int32_t width, enum fnq_dtype dtype);
+};
+/* Install (copied) or clear (NULL) the exchange callbacks of a context. */
+FNQ_API enum fnq_status fnq_ctx_set_comm(struct fnq_ctx *ctx, const struct fnq_comm *comm);
+
+/*
+ * Evaluate with a caller's neighbour list, as LAMMPS provides it: atoms 0..n_local-1 are owned,
+ * n_local..n_all-1 are ghosts (images of owned atoms, here or on other ranks).
+ *   positions[n_all*3], species[n_all].
+ *   edges: n_edges directed pairs (edge_recv[e], edge_send[e]); the receiver must be owned;
+ *     the list must be full (both directions between owned atoms); pairs at or beyond the
+ *     cutoff are ignored, so a list with a skin can be passed as it is.
+ *   edge_shift[n_edges*3] (NULL = none): Cartesian shift added to the edge vector
+ *     r = positions[send] - positions[recv] + shift.
+ *   ghost_owner[n_all-n_local] (NULL when a comm is installed or there are no ghosts): the owned
+ *     atom that ghost n_local+k is an image of.
+ * Outputs (NULL = skip): energy (sum over owned atoms), atom_energies[n_local],
+ *   forces[n_all*3] (ghost rows hold the forces on the ghost images, to be added to their
+ *   owners by the caller), virial[6], atom_virial[n_all*6] (half of each edge's r (x) F to each
+ *   of its two atoms, LAMMPS' convention for compute stress/atom).
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local,
+                                              int64_t n_all, const double *positions,
+                                              const int32_t *species, int64_t n_edges,
+                                              const int64_t *edge_recv, const int64_t *edge_send,
+                                              const double *edge_shift,
+                                              const int64_t *ghost_owner, double *energy,
+                                              double *atom_energies, double *forces,
+                                              double *virial, double *atom_virial);
+
+/* Number of edges (directed pairs inside the cutoff) of the last evaluation. */
+FNQ_API int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif

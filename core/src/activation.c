@@ -1,0 +1,94 @@
+/*
+ * activation.c: the scalar nonlinearities of NequIP-family models and e3nn-jax's normalisation
+ * constant: act is divided by c = sqrt(mean(act(z)^2)) over the deterministic "normalspace"
+ * z_i = sqrt(2) erfinv(linspace(-1, 1, n + 2)[1:-1]), n = 1,000,001 (e3nn-jax
+ * normalize_function, in float64). The Nequix weights were trained with this constant; the
+ * exact Gaussian integral differs in the 5th digit, enough to miss the published energies.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "model.h"
+
+double fnq__act_apply(struct fnq_activation a, double x)
+{
+    double v;
+    switch (a.kind) {
+    case FNQ_ACT_SILU: v = x / (1.0 + exp(-x)); break;
+    case FNQ_ACT_TANH: v = tanh(x); break;
+    case FNQ_ACT_SSP: v = (x > 30.0 ? x : log1p(exp(x))) - log(2.0); break;
+    case FNQ_ACT_ABS: v = fabs(x); break;
+    case FNQ_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-x)); break;
+    default: v = x; break;
+    }
+    return v * a.scale;
+}
+
+double fnq__act_derivative(struct fnq_activation a, double x)
+{
+    double d;
+    switch (a.kind) {
+    case FNQ_ACT_SILU: {
+        double s = 1.0 / (1.0 + exp(-x));
+        d = s * (1.0 + x * (1.0 - s));
+        break;
+    }
+    case FNQ_ACT_TANH: {
+        double t = tanh(x);
+        d = 1.0 - t * t;
+        break;
+    }
+    case FNQ_ACT_SSP: d = 1.0 / (1.0 + exp(-x)); break;
+    case FNQ_ACT_ABS: d = (x > 0.0) ? 1.0 : (x < 0.0 ? -1.0 : 0.0); break;
+    case FNQ_ACT_SIGMOID: {
+        double s = 1.0 / (1.0 + exp(-x));
+        d = s * (1.0 - s);
+        break;
+    }
+    default: d = 1.0; break;
+    }
+    return d * a.scale;
+}
+
+/* Inverse error function: a rational first guess refined by Newton steps on erf. */
+static double erfinv(double y)
+{
+    if (y <= -1.0) return -INFINITY;
+    if (y >= 1.0) return INFINITY;
+    double w = -log((1.0 - y) * (1.0 + y)), x;
+    if (w < 5.0) { /* Giles' single-precision approximation as the starting point */
+        w -= 2.5;
+        double p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+        x = p * y;
+    } else {
+        w = sqrt(w) - 3.0;
+        double p = -0.000200214257;
+        p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+        x = p * y;
+    }
+    for (int it = 0; it < 3; it++) { /* Newton: d/dx erf = 2/sqrt(pi) exp(-x^2) */
+        double err = erf(x) - y;
+        x -= err / (1.1283791670955126 * exp(-x * x));
+    }
+    return x;
+}
+
+double fnq__act_normalization(enum fnq_act kind)
+{
+    const int64_t n = 1000001;
+    const double step = 2.0 / (double)(n + 1);
+    struct fnq_activation a = {kind, 1.0};
+    double sum = 0.0;
+    for (int64_t i = 1; i <= n; i++) {
+        double z = sqrt(2.0) * erfinv(-1.0 + (double)i * step);
+        double v = fnq__act_apply(a, z);
+        sum += v * v;
+    }
+    double c = sqrt(sum / (double)n);
+    return fabs(c - 1.0) < 1e-5 ? 1.0 : 1.0 / c;
+}

@@ -1,0 +1,59 @@
+/*
+ * backend.h: what a backend (CPU reference, CUDA) receives and must produce. ctx.c prepares a
+ * graph (edges sorted by receiver, with their vectors, plus a by-sender index) and a result
+ * record; the backend runs the model forward and backward and fills the results.
+ */
+#pragma once
+
+#include "fnq.h"
+#include "model.h"
+
+/* One configuration as a directed graph; owned by the context, reused across calls. */
+struct fnq_graph {
+    int64_t n_local, n_all, n_edges;
+    const int32_t *species;     /* [n_all] */
+    const int64_t *recv_start;  /* [n_local+1]: edges of receiver i are recv_start[i].. */
+    const int64_t *edge_send;   /* [n_edges] sender of each edge (edges sorted by receiver) */
+    const int64_t *edge_recv;   /* [n_edges] */
+    const double *edge_vec;     /* [n_edges*3] r = x_send - x_recv (+ shift) */
+    const int64_t *send_start;  /* [n_all+1]: edges with sender j are send_edges[send_start[j]..] */
+    const int64_t *send_edges;  /* [n_edges] edge indices grouped by sender, ascending */
+    int64_t max_degree;         /* most edges of one receiver */
+};
+
+/* Results requested by the caller; NULL pointers are not computed. */
+struct fnq_results {
+    double energy;
+    double virial[6];     /* always computed */
+    double *atom_energies; /* [n_local] */
+    double *forces;        /* [n_all*3] */
+    double *atom_virial;   /* [n_all*6] */
+};
+
+/* Ghost exchange as the backend sees it: forward fills ghost rows, reverse folds them back. */
+struct fnq_exchange {
+    const struct fnq_comm *comm;  /* caller's callbacks, or NULL */
+    const int64_t *ghost_owner;   /* used when comm is NULL */
+    int64_t n_local, n_all;
+};
+enum fnq_status fnq__exchange_forward(const struct fnq_exchange *x, void *rows, int32_t width,
+                                      enum fnq_dtype dtype);
+enum fnq_status fnq__exchange_reverse(const struct fnq_exchange *x, void *rows, int32_t width,
+                                      enum fnq_dtype dtype);
+
+struct fnq_backend_i {
+    const char *name;
+    /* per-context state: weights in the backend's precision, buffers */
+    enum fnq_status (*init)(const struct fnq_model *m, enum fnq_dtype dtype, int32_t device_id,
+                            void **state);
+    void (*free)(void *state);
+    enum fnq_status (*compute)(void *state, const struct fnq_graph *g,
+                               const struct fnq_exchange *x, struct fnq_results *out);
+};
+
+extern const struct fnq_backend_i fnq__backend_cpu;
+
+/* Shared by backends that work on the host: forces, virial and per-atom virial from the
+ * gradient of the energy with respect to each edge vector. */
+void fnq__assemble_edge_gradients(const struct fnq_graph *g, const double *edge_grad,
+                                  struct fnq_results *out);

@@ -1,0 +1,32 @@
+/*
+ * cpu_eval_f32.c: the CPU evaluation in float (the body is cpu_eval.inc).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cpu_eval.h"
+#include "parallel.h"
+#include "radial.h"
+#include "sh.h"
+#include "status.h"
+
+#define REAL float
+#define FN(name) name##_f32
+#define EXP expf
+#define TANH tanhf
+#define LOG1P log1pf
+#define FABS fabsf
+#include "cpu_eval.inc"
+
+enum fnq_status fnq__cpu_init_f32(const struct fnq_model *m, void **state)
+{
+    return FN(state_init)(m, state);
+}
+void fnq__cpu_free_f32(void *state) { FN(state_free)(state); }
+enum fnq_status fnq__cpu_compute_f32(void *state, const struct fnq_graph *g,
+                                    const struct fnq_exchange *x, struct fnq_results *out)
+{
+    return FN(compute)(state, g, x, out);
+}

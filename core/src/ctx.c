@@ -1,0 +1,197 @@
+/*
+ * ctx.c: evaluation contexts: backend choice, input checks, graph preparation and the two
+ * public compute entry points. All heavy work is in the backend; this file only validates
+ * and routes.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "status.h"
+
+struct fnq_ctx {
+    const struct fnq_model *model;
+    enum fnq_device device;
+    enum fnq_dtype dtype;
+    const struct fnq_backend_i *backend;
+    void *state;
+    struct fnq_limits limits;
+    struct fnq_comm comm;
+    int has_comm;
+    struct fnq_graph_buf graph;
+};
+
+/* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
+__attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(void) { return NULL; }
+__attribute__((weak)) int fnq__cuda_device_count(void) { return 0; }
+
+enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
+                             int32_t device_id, enum fnq_dtype dtype, struct fnq_ctx **out)
+{
+    fnq__clear_error();
+    if (!model || !out)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: NULL model or output pointer");
+    *out = NULL;
+    if (device != FNQ_DEVICE_CPU && device != FNQ_DEVICE_CUDA && device != FNQ_DEVICE_AUTO)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown device %d", (int)device);
+    if (dtype != FNQ_DTYPE_F32 && dtype != FNQ_DTYPE_F64 && dtype != FNQ_DTYPE_DEFAULT)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
+
+    const struct fnq_backend_i *cuda = fnq__backend_cuda_get();
+    if (device == FNQ_DEVICE_AUTO)
+        device = (cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
+    if (device == FNQ_DEVICE_CUDA && !cuda)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "device 'cuda' requested but this build of libfusednequip has no CUDA "
+                         "backend (rebuild with -DFNQ_ENABLE_CUDA=ON), or use device 'cpu'");
+    if (dtype == FNQ_DTYPE_DEFAULT)
+        dtype = device == FNQ_DEVICE_CUDA ? FNQ_DTYPE_F32 : FNQ_DTYPE_F64;
+
+    struct fnq_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of host memory");
+    c->model = model;
+    c->device = device;
+    c->dtype = dtype;
+    c->backend = device == FNQ_DEVICE_CUDA ? cuda : &fnq__backend_cpu;
+    c->limits.cutoff = model->cutoff;
+    c->limits.min_distance = 0.1;
+    c->limits.max_neighbors = 1024;
+    enum fnq_status st = c->backend->init(model, dtype, device_id, &c->state);
+    if (st != FNQ_STATUS_OK) {
+        free(c);
+        return st;
+    }
+    *out = c;
+    return FNQ_STATUS_OK;
+}
+
+void fnq_ctx_free(struct fnq_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    ctx->backend->free(ctx->state);
+    fnq__graph_buf_free(&ctx->graph);
+    free(ctx);
+}
+
+enum fnq_device fnq_ctx_device(const struct fnq_ctx *ctx) { return ctx->device; }
+enum fnq_dtype fnq_ctx_dtype(const struct fnq_ctx *ctx) { return ctx->dtype; }
+int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx) { return ctx ? ctx->graph.g.n_edges : 0; }
+
+enum fnq_status fnq_ctx_set_min_distance(struct fnq_ctx *ctx, double min_distance)
+{
+    if (!ctx || !(min_distance >= 0.0) || min_distance >= ctx->limits.cutoff)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "min_distance must be >= 0 and below the cutoff (got %g)", min_distance);
+    ctx->limits.min_distance = min_distance;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq_ctx_set_max_neighbors(struct fnq_ctx *ctx, int64_t max_neighbors)
+{
+    if (!ctx || max_neighbors < 1)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "max_neighbors must be >= 1 (got %lld)",
+                         (long long)max_neighbors);
+    ctx->limits.max_neighbors = max_neighbors;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq_ctx_set_comm(struct fnq_ctx *ctx, const struct fnq_comm *comm)
+{
+    if (!ctx)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_set_comm: NULL context");
+    if (comm && (!comm->forward || !comm->reverse))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_set_comm: both forward and reverse callbacks are required");
+    ctx->has_comm = comm != NULL;
+    if (comm)
+        ctx->comm = *comm;
+    return FNQ_STATUS_OK;
+}
+
+static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const int32_t *species)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (species[i] < 0 || species[i] >= m->n_species)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "atom %lld has species index %d; the model has %d species (0..%d)",
+                             (long long)i, species[i], m->n_species, m->n_species - 1);
+    return FNQ_STATUS_OK;
+}
+
+static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x, double *energy,
+                           double *atom_energies, double *forces, double *virial,
+                           double *atom_virial)
+{
+    struct fnq_results r;
+    memset(&r, 0, sizeof(r));
+    r.atom_energies = atom_energies;
+    r.forces = forces;
+    r.atom_virial = atom_virial;
+    FNQ_CHECK(ctx->backend->compute(ctx->state, &ctx->graph.g, x, &r));
+    if (!isfinite(r.energy))
+        return fnq__fail(FNQ_STATUS_INTERNAL,
+                         "the energy came out as %g: the model produced a non-finite value",
+                         r.energy);
+    if (energy)
+        *energy = r.energy;
+    if (virial)
+        memcpy(virial, r.virial, sizeof(r.virial));
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
+                                         const double *positions, const int32_t *species,
+                                         const double *cell, const int32_t *pbc, double *energy,
+                                         double *atom_energies, double *forces, double *virial)
+{
+    fnq__clear_error();
+    if (!ctx || n_atoms < 0 || (n_atoms > 0 && (!positions || !species)))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_periodic: NULL context, positions or species, or a "
+                         "negative atom count");
+    FNQ_CHECK(check_species(ctx->model, n_atoms, species));
+    FNQ_CHECK(fnq__graph_from_cell(&ctx->graph, n_atoms, positions, species, cell, pbc,
+                                   &ctx->limits));
+    struct fnq_exchange x = {NULL, NULL, n_atoms, n_atoms};
+    return run(ctx, &x, energy, atom_energies, forces, virial, NULL);
+}
+
+enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int64_t n_all,
+                                      const double *positions, const int32_t *species,
+                                      int64_t n_edges, const int64_t *edge_recv,
+                                      const int64_t *edge_send, const double *edge_shift,
+                                      const int64_t *ghost_owner, double *energy,
+                                      double *atom_energies, double *forces, double *virial,
+                                      double *atom_virial)
+{
+    fnq__clear_error();
+    if (!ctx || n_local < 0 || n_all < n_local || n_edges < 0)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph: NULL context or bad counts (n_local %lld, n_all "
+                         "%lld, n_edges %lld)",
+                         (long long)n_local, (long long)n_all, (long long)n_edges);
+    if ((n_all > 0 && (!positions || !species)) || (n_edges > 0 && (!edge_recv || !edge_send)))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph: NULL positions, species or edge arrays");
+    if (n_all > n_local && !ctx->has_comm && !ghost_owner)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph: %lld ghost atoms need ghost_owner or an "
+                         "installed comm (fnq_ctx_set_comm)",
+                         (long long)(n_all - n_local));
+    if (ghost_owner && !ctx->has_comm)
+        for (int64_t k = 0; k < n_all - n_local; k++)
+            if (ghost_owner[k] < 0 || ghost_owner[k] >= n_local)
+                return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                                 "ghost atom %lld: owner %lld is not an owned atom (0..%lld)",
+                                 (long long)(n_local + k), (long long)ghost_owner[k],
+                                 (long long)(n_local - 1));
+    FNQ_CHECK(check_species(ctx->model, n_all, species));
+    FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
+                                    edge_recv, edge_send, edge_shift, &ctx->limits));
+    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, ghost_owner, n_local, n_all};
+    return run(ctx, &x, energy, atom_energies, forces, virial, atom_virial);
+}

@@ -1,0 +1,182 @@
+/*
+ * graph.c: graph buffers, the caller's-edge-list path, and the checks shared by both paths.
+ */
+#include "graph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+void fnq__graph_buf_free(struct fnq_graph_buf *b)
+{
+    free(b->recv_start), free(b->send_start), free(b->send_edges);
+    free(b->edge_send), free(b->edge_recv), free(b->edge_vec), free(b->scratch);
+    memset(b, 0, sizeof(*b));
+}
+
+static int grow(void **p, size_t bytes)
+{
+    void *q = realloc(*p, bytes ? bytes : 1);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+enum fnq_status fnq__graph_reserve(struct fnq_graph_buf *b, int64_t n_atoms, int64_t n_edges)
+{
+    int fail = 0;
+    if (n_atoms > b->cap_atoms) {
+        fail |= grow((void **)&b->recv_start, sizeof(int64_t) * (size_t)(n_atoms + 1));
+        fail |= grow((void **)&b->send_start, sizeof(int64_t) * (size_t)(n_atoms + 1));
+        fail |= grow((void **)&b->scratch, sizeof(int64_t) * (size_t)(n_atoms + 1));
+        if (!fail)
+            b->cap_atoms = n_atoms;
+    }
+    if (!fail && n_edges > b->cap_edges) {
+        fail |= grow((void **)&b->send_edges, sizeof(int64_t) * (size_t)n_edges);
+        fail |= grow((void **)&b->edge_send, sizeof(int64_t) * (size_t)n_edges);
+        fail |= grow((void **)&b->edge_recv, sizeof(int64_t) * (size_t)n_edges);
+        fail |= grow((void **)&b->edge_vec, sizeof(double) * 3 * (size_t)n_edges);
+        if (!fail)
+            b->cap_edges = n_edges;
+    }
+    if (fail)
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
+                         "out of host memory for a graph of %lld atoms and %lld edges",
+                         (long long)n_atoms, (long long)n_edges);
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__check_positions(int64_t n, const double *pos)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            if (!isfinite(pos[3 * i + k]))
+                return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                                 "atom %lld has a non-finite coordinate (%c = %g)", (long long)i,
+                                 "xyz"[k], pos[3 * i + k]);
+    return FNQ_STATUS_OK;
+}
+
+/* Everything after the edges are in place, sorted by receiver with recv_start filled. */
+enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limits *lim)
+{
+    struct fnq_graph *g = &b->g;
+    const int64_t ne = g->n_edges, na = g->n_all;
+    /* distance check: the first offending pair in edge order, so the message is stable */
+    const double md2 = lim->min_distance * lim->min_distance;
+    for (int64_t e = 0; e < ne; e++) {
+        const double *r = b->edge_vec + 3 * e;
+        double d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+        if (d2 < md2 || d2 == 0.0)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "atoms %lld and %lld are %.6g A apart, closer than the minimum "
+                             "distance of %g A (overlapping atoms or positions in the wrong units?)",
+                             (long long)b->edge_recv[e], (long long)b->edge_send[e], sqrt(d2),
+                             lim->min_distance);
+    }
+    g->max_degree = 0;
+    for (int64_t i = 0; i < g->n_local; i++) {
+        int64_t deg = b->recv_start[i + 1] - b->recv_start[i];
+        if (deg > lim->max_neighbors)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "atom %lld has %lld neighbours within the %g A cutoff, more than the "
+                             "limit of %lld (positions in the wrong units? raise it with "
+                             "fnq_ctx_set_max_neighbors)",
+                             (long long)i, (long long)deg, lim->cutoff,
+                             (long long)lim->max_neighbors);
+        if (deg > g->max_degree)
+            g->max_degree = deg;
+    }
+    /* by-sender index: counting sort of edge ids, ascending within each sender */
+    int64_t *cnt = b->scratch;
+    memset(cnt, 0, sizeof(int64_t) * (size_t)(na + 1));
+    for (int64_t e = 0; e < ne; e++)
+        cnt[b->edge_send[e] + 1]++;
+    b->send_start[0] = 0;
+    for (int64_t j = 0; j < na; j++)
+        b->send_start[j + 1] = b->send_start[j] + cnt[j + 1];
+    memcpy(cnt, b->send_start, sizeof(int64_t) * (size_t)na);
+    for (int64_t e = 0; e < ne; e++)
+        b->send_edges[cnt[b->edge_send[e]]++] = e;
+
+    /* The backward pass takes the sender gradient of an owned atom from the reverses of its own
+     * edges, so between owned atoms the list must hold both directions of every pair. */
+    for (int64_t j = 0; j < g->n_local; j++) {
+        int64_t from_owned = 0;
+        for (int64_t e = b->recv_start[j]; e < b->recv_start[j + 1]; e++)
+            from_owned += b->edge_send[e] < g->n_local;
+        int64_t sent = b->send_start[j + 1] - b->send_start[j];
+        if (sent != from_owned)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "the neighbour list is not full: owned atom %lld receives %lld edges "
+                             "from owned atoms but sends %lld (both directions of every pair "
+                             "within the cutoff are needed)",
+                             (long long)j, (long long)from_owned, (long long)sent);
+    }
+
+    g->recv_start = b->recv_start;
+    g->edge_send = b->edge_send;
+    g->edge_recv = b->edge_recv;
+    g->edge_vec = b->edge_vec;
+    g->send_start = b->send_start;
+    g->send_edges = b->send_edges;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, int64_t n_all,
+                                      const double *pos, const int32_t *species, int64_t n_edges,
+                                      const int64_t *recv, const int64_t *send,
+                                      const double *shift, const struct fnq_limits *lim)
+{
+    FNQ_CHECK(fnq__check_positions(n_all, pos));
+    const double rc2 = lim->cutoff * lim->cutoff;
+    /* count edges inside the cutoff per receiver */
+    FNQ_CHECK(fnq__graph_reserve(b, n_all, 0));
+    int64_t *cnt = b->scratch;
+    memset(cnt, 0, sizeof(int64_t) * (size_t)(n_local + 1));
+    int64_t kept = 0;
+    for (int64_t e = 0; e < n_edges; e++) {
+        if (recv[e] < 0 || recv[e] >= n_local)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "edge %lld: receiver %lld is not an owned atom (0..%lld)",
+                             (long long)e, (long long)recv[e], (long long)(n_local - 1));
+        if (send[e] < 0 || send[e] >= n_all)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "edge %lld: sender %lld is not an atom (0..%lld)", (long long)e,
+                             (long long)send[e], (long long)(n_all - 1));
+        double r[3];
+        for (int k = 0; k < 3; k++)
+            r[k] = pos[3 * send[e] + k] - pos[3 * recv[e] + k] + (shift ? shift[3 * e + k] : 0.0);
+        double d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+        if (d2 < rc2) {
+            cnt[recv[e] + 1]++;
+            kept++;
+        }
+    }
+    FNQ_CHECK(fnq__graph_reserve(b, n_all, kept));
+    cnt = b->scratch;
+    b->recv_start[0] = 0;
+    for (int64_t i = 0; i < n_local; i++)
+        b->recv_start[i + 1] = b->recv_start[i] + cnt[i + 1];
+    memcpy(cnt, b->recv_start, sizeof(int64_t) * (size_t)n_local);
+    for (int64_t e = 0; e < n_edges; e++) {
+        double r[3];
+        for (int k = 0; k < 3; k++)
+            r[k] = pos[3 * send[e] + k] - pos[3 * recv[e] + k] + (shift ? shift[3 * e + k] : 0.0);
+        if (r[0] * r[0] + r[1] * r[1] + r[2] * r[2] >= rc2)
+            continue;
+        int64_t q = cnt[recv[e]]++;
+        b->edge_recv[q] = recv[e];
+        b->edge_send[q] = send[e];
+        memcpy(b->edge_vec + 3 * q, r, sizeof(r));
+    }
+    b->g.n_local = n_local;
+    b->g.n_all = n_all;
+    b->g.n_edges = kept;
+    b->g.species = species;
+    return fnq__graph_finish(b, lim);
+}

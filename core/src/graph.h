@@ -1,0 +1,43 @@
+/*
+ * graph.h: turning a configuration into the graph a backend evaluates: edges within the
+ * cutoff sorted by receiver, their vectors, a by-sender index, and the input checks that
+ * name the offending atoms (NaN coordinates, atoms too close, too many neighbours).
+ */
+#pragma once
+
+#include "backend.h"
+
+struct fnq_limits {
+    double cutoff;
+    double min_distance;
+    int64_t max_neighbors;
+};
+
+/* Arrays behind a struct fnq_graph, grown on demand and reused across evaluations. */
+struct fnq_graph_buf {
+    struct fnq_graph g;
+    int64_t cap_atoms, cap_edges;
+    int64_t *recv_start, *send_start, *send_edges, *edge_send, *edge_recv;
+    double *edge_vec;
+    int64_t *scratch; /* counts / offsets */
+};
+
+void fnq__graph_buf_free(struct fnq_graph_buf *b);
+
+/* Positions must be finite; names the first bad atom. */
+enum fnq_status fnq__check_positions(int64_t n, const double *pos);
+
+/* Build the periodic neighbour list (cell list; neighbor.c). */
+enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const double *pos,
+                                     const int32_t *species, const double *cell,
+                                     const int32_t *pbc, const struct fnq_limits *lim);
+
+/* Take a caller's edge list: keep pairs inside the cutoff, sort by receiver. */
+enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, int64_t n_all,
+                                      const double *pos, const int32_t *species, int64_t n_edges,
+                                      const int64_t *recv, const int64_t *send,
+                                      const double *shift, const struct fnq_limits *lim);
+
+/* internal: reserve space, then finish (sender index, degree, distance checks) */
+enum fnq_status fnq__graph_reserve(struct fnq_graph_buf *b, int64_t n_atoms, int64_t n_edges);
+enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limits *lim);

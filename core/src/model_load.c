@@ -1,0 +1,334 @@
+/*
+ * model_load.c: fnq_model_load and the model getters. A model file is one JSON header line
+ * followed by .npy array records (both Nequix .nqx and our .fnqm share this shape); the header
+ * decides which reader builds the model.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "loader.h"
+#include "status.h"
+
+#ifndef FNQ_DEFAULT_MODEL_DIR
+#define FNQ_DEFAULT_MODEL_DIR ""
+#endif
+
+const char *fnq_default_model_dir(void) { return FNQ_DEFAULT_MODEL_DIR; }
+
+/* ---- header and leaf helpers for the readers ---- */
+
+enum fnq_status fnq__json_number(const cJSON *obj, const char *file, const char *key, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is missing", file, key);
+    if (!cJSON_IsNumber(v))
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not a number", file, key);
+    *out = v->valuedouble;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__json_int(const cJSON *obj, const char *file, const char *key, int64_t *out)
+{
+    double v = 0.0;
+    FNQ_CHECK(fnq__json_number(obj, file, key, &v));
+    if (v != floor(v) || fabs(v) > 9e15)
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' = %g is not an integer", file,
+                         key, v);
+    *out = (int64_t)v;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__json_bool(const cJSON *obj, const char *file, const char *key, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is missing", file, key);
+    if (!cJSON_IsBool(v))
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not true/false", file, key);
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__json_string(const cJSON *obj, const char *file, const char *key,
+                                 const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v)
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is missing", file, key);
+    if (!cJSON_IsString(v))
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not a string", file, key);
+    *out = v->valuestring;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__leaf_read(struct fnq_leaf_reader *r, const char *what, int32_t ndim,
+                               const int64_t *shape, double *out)
+{
+    struct fnq_npy rec;
+    char why[512];
+    if (r->offset >= r->size)
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: file ends before array %d (%s): truncated or not a complete model",
+                         r->file, r->index, what);
+    if (fnq__npy_parse(r->buf, r->size, r->offset, &rec, why, sizeof(why)) != 0)
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: array %d (%s): %s", r->file, r->index, what, why);
+    int ok = rec.ndim == ndim && (rec.descr[1] == 'f');
+    for (int32_t d = 0; ok && d < ndim; d++)
+        ok = rec.shape[d] == shape[d];
+    if (!ok) {
+        char got[128] = "", want[128] = "";
+        int a = 0, b = 0;
+        for (int32_t d = 0; d < rec.ndim; d++)
+            a += snprintf(got + a, sizeof(got) - (size_t)a, "%s%lld", d ? ", " : "",
+                          (long long)rec.shape[d]);
+        for (int32_t d = 0; d < ndim; d++)
+            b += snprintf(want + b, sizeof(want) - (size_t)b, "%s%lld", d ? ", " : "",
+                          (long long)shape[d]);
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: array %d (%s) has type %s shape (%s), expected float shape (%s): "
+                         "the file does not match the architecture in its header",
+                         r->file, r->index, what, rec.descr, got, want);
+    }
+    fnq__npy_to_double(&rec, out);
+    for (int64_t i = 0; i < rec.count; i++)
+        if (!isfinite(out[i]))
+            return fnq__fail(FNQ_STATUS_FORMAT, "%s: array %d (%s) element %lld is %g (corrupt "
+                                                "file)",
+                             r->file, r->index, what, (long long)i, out[i]);
+    r->offset = rec.end;
+    r->index++;
+    r->n_values += rec.count;
+    return FNQ_STATUS_OK;
+}
+
+void fnq__linear_key_order(const struct fnq_linear *lin, int32_t *order)
+{
+    char keys[FNQ_MAX_BLOCKS * FNQ_MAX_BLOCKS][24];
+    for (int32_t k = 0; k < lin->n_instr; k++) {
+        snprintf(keys[k], sizeof(keys[k]), "w[%d,%d]", lin->instr[k].in_block,
+                 lin->instr[k].out_block);
+        order[k] = k;
+    }
+    for (int32_t a = 1; a < lin->n_instr; a++)
+        for (int32_t b = a; b > 0 && strcmp(keys[order[b - 1]], keys[order[b]]) > 0; b--) {
+            int32_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+}
+
+/* ---- finding and reading files ---- */
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int find_in_dir(const char *dir, const char *name, char *out, size_t cap)
+{
+    static const char *const exts[] = {"", ".nqx", ".fnqm"};
+    static const char *const subdirs[] = {"", "nequix/", "nequip/"};
+    if (!dir || !dir[0])
+        return 0;
+    for (size_t s = 0; s < sizeof(subdirs) / sizeof(subdirs[0]); s++)
+        for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++) {
+            snprintf(out, cap, "%s/%s%s%s", dir, subdirs[s], name, exts[e]);
+            if (is_file(out))
+                return 1;
+        }
+    return 0;
+}
+
+enum fnq_status fnq_model_find(const char *name, char *path_out, size_t path_cap)
+{
+    if (!name || !path_out || path_cap == 0)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_model_find: NULL argument");
+    if (is_file(name)) {
+        snprintf(path_out, path_cap, "%s", name);
+        return FNQ_STATUS_OK;
+    }
+    const char *env = getenv("FUSEDNEQUIP_MODEL_DIR");
+    if (!strchr(name, '/')) {
+        if (find_in_dir(env, name, path_out, path_cap) ||
+            find_in_dir(FNQ_DEFAULT_MODEL_DIR, name, path_out, path_cap))
+            return FNQ_STATUS_OK;
+    }
+    return fnq__fail(FNQ_STATUS_IO,
+                     "model '%s' not found: no such file%s%s%s%s (set FUSEDNEQUIP_MODEL_DIR to the "
+                     "directory holding your models)",
+                     name, strchr(name, '/') ? "" : ", nor in FUSEDNEQUIP_MODEL_DIR=",
+                     strchr(name, '/') ? "" : (env ? env : "(unset)"),
+                     strchr(name, '/') ? "" : " or ",
+                     strchr(name, '/') ? "" : FNQ_DEFAULT_MODEL_DIR);
+}
+
+static enum fnq_status read_whole_file(const char *path, uint8_t **buf, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fnq__fail(FNQ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return fnq__fail(FNQ_STATUS_IO, "%s: cannot seek: %s", path, strerror(errno));
+    }
+    long n = ftell(f);
+    rewind(f);
+    if (n < 0 || n > (1L << 34)) {
+        fclose(f);
+        return fnq__fail(FNQ_STATUS_IO, "%s: unreadable size", path);
+    }
+    *buf = malloc((size_t)n + 1);
+    if (!*buf) {
+        fclose(f);
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "%s: out of memory reading %ld bytes", path, n);
+    }
+    size_t got = fread(*buf, 1, (size_t)n, f);
+    fclose(f);
+    if (got != (size_t)n) {
+        free(*buf);
+        return fnq__fail(FNQ_STATUS_IO, "%s: read %zu of %ld bytes", path, got, n);
+    }
+    (*buf)[n] = 0;
+    *size = (size_t)n;
+    return FNQ_STATUS_OK;
+}
+
+static enum fnq_status load_buffer(const char *path, const uint8_t *buf, size_t size,
+                                   struct fnq_model *m)
+{
+    const char *file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const uint8_t *nl = memchr(buf, '\n', size);
+    if (size == 0 || buf[0] != '{')
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: not a model file: it must start with a JSON header line (a Nequix "
+                         ".nqx or fusednequip .fnqm file)",
+                         file);
+    if (!nl)
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: the JSON header line has no end (truncated file)", file);
+    cJSON *header = cJSON_ParseWithLength((const char *)buf, (size_t)(nl - buf));
+    if (!header) {
+        const char *at = cJSON_GetErrorPtr();
+        long pos = at ? (long)(at - (const char *)buf) : -1;
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: line 1 is not valid JSON (error near byte %ld): corrupt file", file,
+                         pos);
+    }
+    struct fnq_leaf_reader r = {file, buf, size, (size_t)(nl - buf) + 1, 0, 0};
+    enum fnq_status st;
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(header, "format");
+    if (cJSON_IsString(format))
+        st = fnq__fail(FNQ_STATUS_UNSUPPORTED, "%s: model format '%s' is not supported by this "
+                                               "version of fusednequip",
+                       file, format->valuestring);
+    else if (cJSON_GetObjectItemCaseSensitive(header, "hidden_irreps"))
+        st = fnq__nqx_build(header, &r, m);
+    else
+        st = fnq__fail(FNQ_STATUS_FORMAT,
+                       "%s: header is neither a Nequix config nor a fusednequip-model header",
+                       file);
+    cJSON_Delete(header);
+    return st;
+}
+
+enum fnq_status fnq_model_load(const char *path, struct fnq_model **out)
+{
+    fnq__clear_error();
+    if (!path || !out)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_model_load: NULL argument");
+    *out = NULL;
+    char resolved[4096];
+    FNQ_CHECK(fnq_model_find(path, resolved, sizeof(resolved)));
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    FNQ_CHECK(read_whole_file(resolved, &buf, &size));
+    struct fnq_model *m = fnq__model_alloc();
+    if (!m) {
+        free(buf);
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    snprintf(m->source, sizeof(m->source), "%s", resolved);
+    enum fnq_status st = load_buffer(resolved, buf, size, m);
+    free(buf);
+    if (st != FNQ_STATUS_OK) {
+        fnq__model_release(m);
+        return st;
+    }
+    *out = m;
+    return FNQ_STATUS_OK;
+}
+
+void fnq_model_free(struct fnq_model *model) { fnq__model_release(model); }
+
+/* ---- getters ---- */
+
+double fnq_model_cutoff(const struct fnq_model *m) { return m ? m->cutoff : 0.0; }
+int32_t fnq_model_num_species(const struct fnq_model *m) { return m ? m->n_species : 0; }
+int32_t fnq_model_num_layers(const struct fnq_model *m) { return m ? m->n_layers : 0; }
+int64_t fnq_model_num_params(const struct fnq_model *m) { return m ? m->n_params : 0; }
+const char *fnq_model_family(const struct fnq_model *m) { return m ? m->family : ""; }
+const char *fnq_model_path(const struct fnq_model *m) { return m ? m->source : ""; }
+
+const char *fnq_model_species_symbol(const struct fnq_model *m, int32_t index)
+{
+    return (m && index >= 0 && index < m->n_species) ? m->species_symbol[index] : NULL;
+}
+
+int32_t fnq_model_species_z(const struct fnq_model *m, int32_t index)
+{
+    return (m && index >= 0 && index < m->n_species) ? m->species_z[index] : 0;
+}
+
+int32_t fnq_model_species_index(const struct fnq_model *m, const char *symbol)
+{
+    if (!m || !symbol)
+        return -1;
+    for (int32_t t = 0; t < m->n_species; t++)
+        if (strcmp(m->species_symbol[t], symbol) == 0)
+            return t;
+    return -1;
+}
+
+int32_t fnq_model_ghost_width(const struct fnq_model *m, int32_t layer)
+{
+    if (!m || layer < 1 || layer >= m->n_layers)
+        return 0;
+    return (int32_t)m->layers[layer].in.dim;
+}
+
+enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t cap)
+{
+    if (!m || !buf || cap == 0)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_model_describe: NULL argument");
+    size_t n = 0;
+#define PUT(...)                                                                                \
+    do {                                                                                        \
+        if (n < cap)                                                                            \
+            n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);                               \
+    } while (0)
+    PUT("model: %s\nfamily: %s\nparameters: %lld\ncutoff: %.10g A\nlayers: %d\n", m->source,
+        m->family, (long long)m->n_params, m->cutoff, m->n_layers);
+    PUT("radial basis: %d Bessel functions\nspherical harmonics: l <= %d\n", m->n_basis,
+        m->lmax_sh);
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const struct fnq_layer *L = &m->layers[i];
+        char a[512], b[512], c[512];
+        fnq__irreps_format(&L->in, a, sizeof(a));
+        fnq__irreps_format(&L->mid, b, sizeof(b));
+        fnq__irreps_format(&L->out, c, sizeof(c));
+        PUT("layer %d: %s -> messages %s (%d paths, %d radial weights) -> %s\n", i, a, b,
+            L->n_paths, L->radial.size[L->radial.n_layers], c);
+    }
+    PUT("%s\nspecies (%d):", m->notes, m->n_species);
+    for (int32_t t = 0; t < m->n_species; t++)
+        PUT(" %s", m->species_symbol[t]);
+    PUT("\n");
+#undef PUT
+    return FNQ_STATUS_OK;
+}

@@ -1,0 +1,32 @@
+/*
+ * radial.c: Bessel basis times polynomial envelope, and the derivative for forces.
+ */
+#include "radial.h"
+
+#include <math.h>
+
+void fnq__radial_basis(const struct fnq_model *m, double d, double *basis, double *dbasis)
+{
+    const double rc = m->cutoff, p = m->poly_p;
+    const double u = d / rc;
+    double f = 0.0, df = 0.0;
+    if (u < 1.0) {
+        double up = pow(u, p);
+        f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
+            0.5 * p * (p + 1.0) * up * u * u;
+        /* df/du = -(p+1)(p+2)/2 p u^(p-1) + p(p+2)(p+1) u^p - p(p+1)(p+2)/2 u^(p+1) */
+        double upm1 = pow(u, p - 1.0);
+        df = (-0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
+              0.5 * p * (p + 1.0) * (p + 2.0) * up * u) / rc;
+    }
+    const double pre = 2.0 / rc;
+    for (int32_t n = 0; n < m->n_basis; n++) {
+        double w = m->bessel_freq[n] / rc;
+        double s = sin(w * d), c = cos(w * d);
+        double b = pre * s / d;
+        double db = pre * (w * c * d - s) / (d * d);
+        basis[n] = b * f;
+        if (dbasis)
+            dbasis[n] = db * f + b * df;
+    }
+}

@@ -1,0 +1,102 @@
+/*
+ * status.c: status strings, the thread-local last-error message and the log callback.
+ */
+#include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[2048];
+
+static void default_log(enum fnq_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level >= FNQ_LOG_WARN)
+        fprintf(stderr, "fusednequip: %s: %s\n", level == FNQ_LOG_WARN ? "warning" : "error",
+                message);
+}
+
+static fnq_log_callback log_callback = default_log;
+static void *log_user;
+
+int32_t fnq_abi_version(void) { return FNQ_ABI_VERSION; }
+
+const char *fnq_version_string(void) { return FNQ_VERSION; }
+
+const char *fnq_status_string(enum fnq_status status)
+{
+    switch (status) {
+    case FNQ_STATUS_OK: return "ok";
+    case FNQ_STATUS_INVALID_ARG: return "invalid argument";
+    case FNQ_STATUS_IO: return "input/output error";
+    case FNQ_STATUS_FORMAT: return "bad model file";
+    case FNQ_STATUS_UNSUPPORTED: return "unsupported";
+    case FNQ_STATUS_OUT_OF_MEMORY: return "out of memory";
+    case FNQ_STATUS_DEVICE: return "device error";
+    case FNQ_STATUS_COMM: return "communication error";
+    case FNQ_STATUS_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *fnq_dtype_name(enum fnq_dtype dtype)
+{
+    switch (dtype) {
+    case FNQ_DTYPE_F32: return "float32";
+    case FNQ_DTYPE_F64: return "float64";
+    case FNQ_DTYPE_DEFAULT: return "default";
+    }
+    return "unknown";
+}
+
+const char *fnq_device_name(enum fnq_device device)
+{
+    switch (device) {
+    case FNQ_DEVICE_CPU: return "cpu";
+    case FNQ_DEVICE_CUDA: return "cuda";
+    case FNQ_DEVICE_AUTO: return "auto";
+    }
+    return "unknown";
+}
+
+const char *fnq_last_error(void) { return last_error; }
+
+void fnq__clear_error(void) { last_error[0] = 0; }
+
+enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+enum fnq_status fnq__fail_prefix(enum fnq_status status, const char *fmt, ...)
+{
+    char prefix[1024], old[sizeof(last_error)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    memcpy(old, last_error, sizeof(old));
+    snprintf(last_error, sizeof(last_error), "%s%s", prefix, old);
+    return status;
+}
+
+void fnq_log_set(fnq_log_callback callback, void *user)
+{
+    log_callback = callback ? callback : default_log;
+    log_user = callback ? user : NULL;
+}
+
+void fnq__log(enum fnq_log_level level, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_callback(level, msg, log_user);
+}

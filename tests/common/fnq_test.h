@@ -1,0 +1,163 @@
+/*
+ * fnq_test.h: helpers for the C tests: model lookup with a clean skip, a deterministic random
+ * generator, structure builders and a check macro that counts failures.
+ * Tests return 0 (pass), 1 (fail) or 77 (skipped: CTest's SKIP_RETURN_CODE).
+ */
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fnq.h"
+
+static int fnq_test_failures;
+
+#define CHECK(cond, ...)                                                                        \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fnq_test_failures++;                                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
+            fprintf(stderr, __VA_ARGS__);                                                       \
+            fprintf(stderr, "\n");                                                              \
+        }                                                                                       \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                          \
+    do {                                                                                        \
+        enum fnq_status st_ = (expr);                                                           \
+        if (st_ != FNQ_STATUS_OK) {                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr,            \
+                    fnq_status_string(st_), fnq_last_error());                                  \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+/* Load a model by name or exit 77 (skip) with a message saying where it was looked for. */
+static struct fnq_model *test_load_model(const char *name)
+{
+    char path[4096];
+    if (fnq_model_find(name, path, sizeof(path)) != FNQ_STATUS_OK) {
+        printf("SKIP: %s\n", fnq_last_error());
+        exit(77);
+    }
+    struct fnq_model *m;
+    CHECK_OK(fnq_model_load(path, &m));
+    return m;
+}
+
+static uint64_t test_rng_state = 0x853c49e6748fea9bULL;
+static double test_rand(void) /* uniform in [0, 1), splitmix64 */
+{
+    uint64_t z = (test_rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+struct test_structure {
+    int64_t n;
+    double *pos;
+    int32_t *species;
+    double cell[9];
+    int32_t pbc[3];
+    int has_cell;
+};
+
+static void test_structure_free(struct test_structure *s)
+{
+    free(s->pos);
+    free(s->species);
+}
+
+static double test_min_image_distance(const struct test_structure *s, const double *x, int64_t upto)
+{
+    double best = INFINITY;
+    for (int64_t j = 0; j < upto; j++)
+        for (int a = -1; a <= 1; a++)
+            for (int b = -1; b <= 1; b++)
+                for (int c = -1; c <= 1; c++) {
+                    if (!s->has_cell && (a || b || c))
+                        continue;
+                    int sh[3] = {a, b, c};
+                    int skip = 0;
+                    for (int k = 0; k < 3; k++)
+                        if (sh[k] && !s->pbc[k])
+                            skip = 1;
+                    if (skip)
+                        continue;
+                    double d2 = 0;
+                    for (int k = 0; k < 3; k++) {
+                        double r = s->pos[3 * j + k] - x[k] + a * s->cell[k] + b * s->cell[3 + k] +
+                                   c * s->cell[6 + k];
+                        d2 += r * r;
+                    }
+                    if (d2 < best)
+                        best = d2;
+                }
+    return sqrt(best);
+}
+
+/* Random atoms in a cell (fractional uniform) or a box, at least min_dist apart. */
+static void test_random_structure(struct test_structure *s, int64_t n, const double *cell,
+                                  const int32_t *pbc, const int32_t *kinds, int n_kinds,
+                                  double min_dist)
+{
+    memset(s, 0, sizeof(*s));
+    s->n = n;
+    s->pos = calloc((size_t)n * 3, sizeof(double));
+    s->species = calloc((size_t)n, sizeof(int32_t));
+    s->has_cell = cell != NULL;
+    if (cell) {
+        memcpy(s->cell, cell, sizeof(s->cell));
+        memcpy(s->pbc, pbc, sizeof(s->pbc));
+    }
+    double box = cbrt((double)n) * min_dist * 1.3;
+    for (int64_t i = 0; i < n; i++) {
+        for (int attempt = 0; attempt < 100000; attempt++) {
+            double x[3];
+            if (cell) {
+                double f[3] = {test_rand(), test_rand(), test_rand()};
+                for (int k = 0; k < 3; k++)
+                    x[k] = f[0] * cell[k] + f[1] * cell[3 + k] + f[2] * cell[6 + k];
+            } else {
+                for (int k = 0; k < 3; k++)
+                    x[k] = box * test_rand();
+            }
+            if (test_min_image_distance(s, x, i) >= min_dist) {
+                memcpy(s->pos + 3 * i, x, sizeof(x));
+                break;
+            }
+        }
+        s->species[i] = kinds[i % n_kinds];
+    }
+}
+
+static double test_volume(const double *c)
+{
+    return fabs(c[0] * (c[4] * c[8] - c[5] * c[7]) - c[1] * (c[3] * c[8] - c[5] * c[6]) +
+                c[2] * (c[3] * c[7] - c[4] * c[6]));
+}
+
+static int32_t test_species(const struct fnq_model *m, const char *sym)
+{
+    int32_t t = fnq_model_species_index(m, sym);
+    if (t < 0) {
+        fprintf(stderr, "FAIL: model lacks %s\n", sym);
+        exit(1);
+    }
+    return t;
+}
+
+static int test_finish(const char *name)
+{
+    if (fnq_test_failures) {
+        printf("%s: %d check(s) failed\n", name, fnq_test_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
