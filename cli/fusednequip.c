@@ -107,7 +107,8 @@ static int eval_frame(struct fnq_ctx *ctx, const struct fnq_model *m, const char
                     "fusednequip: error: %s:%lld: atom %lld is element '%s', which the model %s "
                     "does not have\n",
                     file, (long long)(fr->first_line + 2 + i), (long long)i, fr->symbols[i],
-                    fnq_model_family(m));
+                    strrchr(fnq_model_path(m), '/') ? strrchr(fnq_model_path(m), '/') + 1
+                                                    : fnq_model_path(m));
             rc = 2;
             goto done;
         }

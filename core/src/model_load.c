@@ -206,8 +206,8 @@ static enum fnq_status load_buffer(const char *path, const uint8_t *buf, size_t 
     const uint8_t *nl = memchr(buf, '\n', size);
     if (size == 0 || buf[0] != '{')
         return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: not a model file: it must start with a JSON header line (a Nequix "
-                         ".nqx or fusednequip .fnqm file)",
+                         "%s: not a model file: a Nequix .nqx file starts with a JSON header "
+                         "line",
                          file);
     if (!nl)
         return fnq__fail(FNQ_STATUS_FORMAT,

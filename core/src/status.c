@@ -73,18 +73,6 @@ enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
     return status;
 }
 
-enum fnq_status fnq__fail_prefix(enum fnq_status status, const char *fmt, ...)
-{
-    char prefix[1024], old[sizeof(last_error)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof(prefix), fmt, ap);
-    va_end(ap);
-    memcpy(old, last_error, sizeof(old));
-    snprintf(last_error, sizeof(last_error), "%s%s", prefix, old);
-    return status;
-}
-
 void fnq_log_set(fnq_log_callback callback, void *user)
 {
     log_callback = callback ? callback : default_log;

@@ -9,9 +9,6 @@
 /* Record a message and return `status`: `return fnq__fail(FNQ_STATUS_FORMAT, "...", ...);` */
 enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Prefix the current message with more context ("loading x.nqx: " + message). */
-enum fnq_status fnq__fail_prefix(enum fnq_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 void fnq__clear_error(void);
 void fnq__log(enum fnq_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,0 +1,73 @@
+"""Shared helpers for the command-line tests (standard library only).
+
+Each test exits 0 (pass), 1 (fail) or 77 (skipped, e.g. no model directory).
+"""
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def cli():
+    """Path of the fusednequip executable (set by CTest)."""
+    path = os.environ.get("FNQ_CLI")
+    if not path or not os.path.exists(path):
+        print("FNQ_CLI is not set to the fusednequip executable")
+        sys.exit(1)
+    return path
+
+
+def model_dir():
+    """The model directory, or skip the test with a message saying where we looked."""
+    for d in (os.environ.get("FUSEDNEQUIP_MODEL_DIR"), os.environ.get("FNQ_DEFAULT_MODEL_DIR")):
+        if d and os.path.isdir(os.path.join(d, "nequix")):
+            return d
+    print("SKIP: no model directory with nequix/ (set FUSEDNEQUIP_MODEL_DIR)")
+    sys.exit(SKIP)
+
+
+def run(*args, check=True):
+    """Run the CLI; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([cli(), *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        print(f"fusednequip {' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
+        sys.exit(1)
+    return p.returncode, p.stdout, p.stderr
+
+
+def eval_frames(model, xyz_path, *opts):
+    _, out, _ = run("eval", *opts, model, xyz_path)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def write_xyz(path, symbols, positions, cell=None, pbc=(True, True, True), append=False):
+    with open(path, "a" if append else "w") as f:
+        f.write(f"{len(symbols)}\n")
+        head = "Properties=species:S:1:pos:R:3"
+        if cell is not None:
+            lat = " ".join(repr(float(x)) for row in cell for x in row)
+            flags = " ".join("T" if p else "F" for p in pbc)
+            head = f'Lattice="{lat}" {head} pbc="{flags}"'
+        f.write(head + "\n")
+        for s, p in zip(symbols, positions):
+            f.write(f"{s} {p[0]!r} {p[1]!r} {p[2]!r}\n")
+
+
+class Checker:
+    def __init__(self, name):
+        self.name = name
+        self.failures = 0
+
+    def check(self, ok, message):
+        if not ok:
+            self.failures += 1
+            print("FAIL:", message)
+
+    def finish(self):
+        if self.failures:
+            print(f"{self.name}: {self.failures} check(s) failed")
+            sys.exit(1)
+        print(f"{self.name}: all checks passed")
+        sys.exit(0)

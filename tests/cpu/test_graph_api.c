@@ -1,0 +1,199 @@
+/*
+ * test_graph_api.c: the caller's-neighbour-list entry point (what LAMMPS uses) gives the same
+ * results as the library's own periodic neighbour list. The caller passes owned atoms plus
+ * explicit ghost images (several images of the same atom in a small cell) and a full list
+ * that includes pairs beyond the cutoff (a skin). Checked for ghost_owner and for the comm
+ * callbacks: energy, per-atom energies, forces (ghost forces folded into their owners),
+ * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative.
+ */
+#include "fnq_test.h"
+
+struct ghosts {
+    int64_t n_all;
+    double *pos;
+    int32_t *species;
+    int64_t *owner; /* for every atom; identity for owned ones */
+};
+
+/* all images within reach of the cell, excluding the original cell */
+static void make_ghosts(const struct test_structure *s, double reach, struct ghosts *g)
+{
+    int K = 4;
+    int64_t cap = s->n * (2 * K + 1) * (2 * K + 1) * (2 * K + 1);
+    g->pos = malloc(sizeof(double) * 3 * (size_t)cap);
+    g->species = malloc(sizeof(int32_t) * (size_t)cap);
+    g->owner = malloc(sizeof(int64_t) * (size_t)cap);
+    int64_t n = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+        memcpy(g->pos + 3 * n, s->pos + 3 * i, 3 * sizeof(double));
+        g->species[n] = s->species[i];
+        g->owner[n++] = i;
+    }
+    for (int a = -K; a <= K; a++)
+        for (int b = -K; b <= K; b++)
+            for (int c = -K; c <= K; c++) {
+                if (!a && !b && !c)
+                    continue;
+                for (int64_t j = 0; j < s->n; j++) {
+                    double x[3];
+                    for (int k = 0; k < 3; k++)
+                        x[k] = s->pos[3 * j + k] + a * s->cell[k] + b * s->cell[3 + k] +
+                               c * s->cell[6 + k];
+                    /* keep it if it is within reach of any owned atom */
+                    int keep = 0;
+                    for (int64_t i = 0; i < s->n && !keep; i++) {
+                        double d2 = 0;
+                        for (int k = 0; k < 3; k++)
+                            d2 += (x[k] - s->pos[3 * i + k]) * (x[k] - s->pos[3 * i + k]);
+                        keep = d2 < reach * reach;
+                    }
+                    if (!keep)
+                        continue;
+                    memcpy(g->pos + 3 * n, x, sizeof(x));
+                    g->species[n] = s->species[j];
+                    g->owner[n++] = j;
+                }
+            }
+    g->n_all = n;
+}
+
+struct owner_map {
+    int64_t n_local, n_all;
+    const int64_t *owner;
+    int calls;
+};
+
+static int comm_forward(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+    struct owner_map *o = user;
+    size_t sz = (size_t)width * (dtype == FNQ_DTYPE_F32 ? 4 : 8);
+    for (int64_t g = o->n_local; g < o->n_all; g++)
+        memcpy((char *)rows + (size_t)g * sz, (char *)rows + (size_t)o->owner[g] * sz, sz);
+    o->calls++;
+    return 0;
+}
+
+static int comm_reverse(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+    struct owner_map *o = user;
+    double *r = rows;
+    if (dtype != FNQ_DTYPE_F64)
+        return 1;
+    for (int64_t g = o->n_local; g < o->n_all; g++)
+        for (int32_t k = 0; k < width; k++)
+            r[o->owner[g] * width + k] += r[g * width + k];
+    o->calls++;
+    return 0;
+}
+
+static void check(struct fnq_ctx *ctx, const char *label, const struct test_structure *s,
+                  double cutoff)
+{
+    const int64_t n = s->n;
+    double e0, v0[6], *f0 = malloc(sizeof(double) * 3 * (size_t)n);
+    double *a0 = malloc(sizeof(double) * (size_t)n);
+    CHECK_OK(fnq_ctx_compute_periodic(ctx, n, s->pos, s->species, s->cell, s->pbc, &e0, a0, f0, v0));
+
+    const double skin = 1.0;
+    struct ghosts g;
+    make_ghosts(s, cutoff + skin, &g);
+    /* full list with a skin: every (owned i, any a) pair closer than cutoff + skin */
+    int64_t cap = n * g.n_all, ne = 0;
+    int64_t *recv = malloc(sizeof(int64_t) * (size_t)cap), *send = malloc(sizeof(int64_t) * (size_t)cap);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t a = 0; a < g.n_all; a++) {
+            if (a == i)
+                continue;
+            double d2 = 0;
+            for (int k = 0; k < 3; k++)
+                d2 += (g.pos[3 * a + k] - g.pos[3 * i + k]) * (g.pos[3 * a + k] - g.pos[3 * i + k]);
+            if (d2 < (cutoff + skin) * (cutoff + skin)) {
+                recv[ne] = i;
+                send[ne++] = a;
+            }
+        }
+
+    double e1, v1[6], *f1 = malloc(sizeof(double) * 3 * (size_t)g.n_all);
+    double *a1 = malloc(sizeof(double) * (size_t)n), *av = malloc(sizeof(double) * 6 * (size_t)g.n_all);
+    for (int mode = 0; mode < 2; mode++) {
+        struct owner_map om = {n, g.n_all, g.owner, 0};
+        struct fnq_comm comm = {&om, comm_forward, comm_reverse};
+        CHECK_OK(fnq_ctx_set_comm(ctx, mode == 1 ? &comm : NULL));
+        CHECK_OK(fnq_ctx_compute_graph(ctx, n, g.n_all, g.pos, g.species, ne, recv, send, NULL,
+                                       mode == 0 ? g.owner + n : NULL, &e1, a1, f1, v1, av));
+        const char *how = mode == 0 ? "ghost_owner" : "comm callbacks";
+        if (mode == 1)
+            CHECK(om.calls == 6,
+                  "%s %s: expected 6 exchanges (3 forward, 3 reverse), got %d", label, how,
+                  om.calls);
+        /* fold ghost forces and per-atom virials into owners */
+        double fmx = 0.0, df = 0.0, da = 0.0, dv = 0.0, vsum[6] = {0}, dsum = 0.0;
+        for (int64_t a = n; a < g.n_all; a++)
+            for (int k = 0; k < 3; k++)
+                f1[3 * g.owner[a] + k] += f1[3 * a + k];
+        for (int64_t a = 0; a < g.n_all; a++)
+            for (int k = 0; k < 6; k++)
+                vsum[k] += av[6 * a + k];
+        for (int64_t i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++) {
+                fmx = fmax(fmx, fabs(f0[3 * i + k]));
+                df = fmax(df, fabs(f1[3 * i + k] - f0[3 * i + k]));
+            }
+            da = fmax(da, fabs(a1[i] - a0[i]));
+        }
+        double vmax = 0.0;
+        for (int k = 0; k < 6; k++) {
+            vmax = fmax(vmax, fabs(v0[k]));
+            dv = fmax(dv, fabs(v1[k] - v0[k]));
+            dsum = fmax(dsum, fabs(vsum[k] - v1[k]));
+        }
+        double de = fabs(e1 - e0) / fabs(e0);
+        printf("%s (%s): %lld owned, %lld ghosts, %lld listed pairs: |dE|/|E| = %.2e, "
+               "max|dF| = %.2e, max|de_i| = %.2e, max|dW| = %.2e, |sum W_i - W| = %.2e\n",
+               label, how, (long long)n, (long long)(g.n_all - n), (long long)ne, de, df, da, dv,
+               dsum);
+        CHECK(de <= 1e-10, "%s %s: energy differs by %.3e relative", label, how, de);
+        CHECK(df <= 1e-10 * fmx, "%s %s: forces differ by %.3e", label, how, df);
+        CHECK(da <= 1e-10 * fabs(e0) / (double)n, "%s %s: atom energies differ by %.3e", label,
+              how, da);
+        CHECK(dv <= 1e-10 * vmax, "%s %s: virial differs by %.3e", label, how, dv);
+        CHECK(dsum <= 1e-10 * vmax, "%s %s: per-atom virials do not sum to the virial (%.3e)",
+              label, how, dsum);
+    }
+    CHECK_OK(fnq_ctx_set_comm(ctx, NULL));
+
+    /* a half list (one direction only) is refused with a message */
+    int64_t nh = 0;
+    for (int64_t e = 0; e < ne; e++)
+        if (send[e] >= n || send[e] > recv[e]) {
+            recv[nh] = recv[e];
+            send[nh++] = send[e];
+        }
+    enum fnq_status st = fnq_ctx_compute_graph(ctx, n, g.n_all, g.pos, g.species, nh, recv, send,
+                                               NULL, g.owner + n, &e1, NULL, f1, NULL, NULL);
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "not full"),
+          "%s: a half neighbour list was not refused (%s)", label, fnq_last_error());
+
+    free(f0), free(a0), free(f1), free(a1), free(av), free(recv), free(send);
+    free(g.pos), free(g.species), free(g.owner);
+}
+
+int main(void)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    struct fnq_ctx *ctx;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F64, &ctx));
+    const int32_t pbc[3] = {1, 1, 1};
+    const int32_t kinds[3] = {test_species(m, "Ga"), test_species(m, "As"), test_species(m, "N")};
+    const double small[9] = {4.1, 0.0, 0.0, 1.1, 3.9, 0.0, -0.4, 0.7, 4.4};
+    const double larger[9] = {8.2, 0.0, 0.0, 1.0, 7.9, 0.0, -0.7, 1.2, 8.5};
+    struct test_structure s1, s2;
+    test_random_structure(&s1, 3, small, pbc, kinds, 3, 2.0);
+    check(ctx, "small cell", &s1, fnq_model_cutoff(m));
+    test_random_structure(&s2, 20, larger, pbc, kinds, 3, 2.0);
+    check(ctx, "20-atom cell", &s2, fnq_model_cutoff(m));
+    test_structure_free(&s1), test_structure_free(&s2);
+    fnq_ctx_free(ctx);
+    fnq_model_free(m);
+    return test_finish("graph api");
+}
