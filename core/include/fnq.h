@@ -104,10 +104,10 @@ FNQ_API int32_t fnq_element_z(const char *symbol);
 /* ---- models ---- */
 
 /*
- * Load a model file: a Nequix .nqx file or a fusednequip .fnqm file (docs/model-format.md).
- * `path` is a file path; a bare name such as "nequix-mp-1" is also looked up (with the
- * extensions .nqx and .fnqm) in $FUSEDNEQUIP_MODEL_DIR, then in the default model directory
- * fnq_default_model_dir(), and in their immediate subdirectories.
+ * Load a model file (a Nequix .nqx file; docs/model-format.md). `path` is a file path; a bare
+ * name such as "nequix-mp-1" is also looked up (with the extension added) in
+ * $FUSEDNEQUIP_MODEL_DIR, then in the default model directory fnq_default_model_dir(), and in
+ * their nequix/ and nequip/ subdirectories.
  */
 FNQ_API enum fnq_status fnq_model_load(const char *path, struct fnq_model **out);
 FNQ_API void fnq_model_free(struct fnq_model *model); /* NULL-safe */

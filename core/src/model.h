@@ -1,6 +1,6 @@
 /*
- * model.h: the in-memory description of a NequIP-family model, shared by every loader (.nqx,
- * .fnqm) and every backend (CPU, CUDA).
+ * model.h: the in-memory description of a NequIP-family model, shared by every loader and
+ * every backend (CPU, CUDA).
  *
  * One description covers Nequix, classic NequIP (0.6) and current NequIP (>= 0.7): the
  * differences are expressed as data (which linears exist, whether they are species-indexed,

@@ -1,7 +1,7 @@
 /*
  * model_build.c: pieces every model loader needs: irreps strings, e3nn Linear instruction
  * lists with their fan-in scaling, and the uvu tensor-product paths with their Clebsch-Gordan
- * terms. Loaders (nqx_load.c, fnqm_load.c) fill weights into the structures built here.
+ * terms. Loaders (nqx_load.c) fill weights into the structures built here.
  */
 #include <ctype.h>
 #include <math.h>

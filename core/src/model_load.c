@@ -1,7 +1,7 @@
 /*
  * model_load.c: fnq_model_load and the model getters. A model file is one JSON header line
- * followed by .npy array records (both Nequix .nqx and our .fnqm share this shape); the header
- * decides which reader builds the model.
+ * followed by .npy array records (Nequix .nqx); the header decides which reader builds the
+ * model.
  */
 #include <errno.h>
 #include <math.h>
