@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Install what building fusednequip needs on Debian 12 (or Ubuntu), then configure and build
-# into ./build. Safe to run again: packages already present are not reinstalled.
+# into ./build. With --python, also make build/venv with the packages the Python tests use
+# (ASE, NumPy, pytest, from the package registry). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake libcjson-dev python3)
+with_python=0
+[ "${1:-}" = "--python" ] && with_python=1
+
+packages=(build-essential cmake libcjson-dev python3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -17,5 +21,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${FNQ_CMAKE_ARGS:-} >/dev/null
+cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+if ((with_python)); then
+  if [ ! -f build/venv/.fnq-ready ]; then
+    echo "setup: creating build/venv (ase, numpy, pytest)"
+    mkdir -p build
+    python3 -m venv build/venv
+    build/venv/bin/pip install -q --upgrade pip
+    build/venv/bin/pip install -q "ase>=3.23,<4" "numpy>=1.24" "pytest>=7"
+    touch build/venv/.fnq-ready
+  fi
+  cmake_args+=(-DPython3_EXECUTABLE="$PWD/build/venv/bin/python")
+fi
+
+cmake -S . -B build "${cmake_args[@]}" ${FNQ_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$(nproc)"

@@ -1,0 +1,45 @@
+"""Exceptions raised by fusednequip. Every failure of the C library becomes one of these, with
+the library's message (which names the file, field, atom or value at fault)."""
+from ._lib import Status
+
+
+class FusedNequipError(RuntimeError):
+    """Base class. `status` is the library's fnq_status (a fusednequip._lib.Status)."""
+
+    def __init__(self, message, status=Status.INTERNAL):
+        super().__init__(message)
+        self.status = Status(status)
+
+
+class ModelFileError(FusedNequipError):
+    """The model file is missing, unreadable, truncated, corrupt or of an unsupported kind."""
+
+
+class UnknownElementError(FusedNequipError, KeyError):
+    """An atom's element is not among the model's species."""
+
+    def __str__(self):  # KeyError would quote the message
+        return self.args[0]
+
+
+class StructureError(FusedNequipError, ValueError):
+    """The structure cannot be evaluated: NaN coordinates, atoms closer than the minimum
+    distance, more neighbours than the limit, a singular cell, ..."""
+
+
+class DeviceError(FusedNequipError):
+    """The requested device is unavailable, or a GPU error (out of memory, ...)."""
+
+
+def raise_for(status, message, during_load=False):
+    status = Status(status)
+    if status == Status.OK:
+        return
+    if during_load and status in (Status.IO, Status.FORMAT, Status.UNSUPPORTED):
+        raise ModelFileError(message, status)
+    if status in (Status.DEVICE, Status.OUT_OF_MEMORY) or (
+            status == Status.UNSUPPORTED and "device" in message):
+        raise DeviceError(message, status)
+    if status == Status.INVALID_ARG:
+        raise StructureError(message, status)
+    raise FusedNequipError(message, status)

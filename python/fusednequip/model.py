@@ -1,0 +1,93 @@
+"""Model and Context: thin owners of the library's fnq_model and fnq_ctx handles."""
+import ctypes
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._lib import DType, Device, lib
+from .errors import UnknownElementError, raise_for
+
+_DEVICES = {"auto": Device.AUTO, "cpu": Device.CPU, "cuda": Device.CUDA, "gpu": Device.CUDA}
+_DTYPES = {None: DType.DEFAULT, "float32": DType.F32, "float64": DType.F64}
+
+
+class Model:
+    """A loaded model (read-only; shareable by several contexts).
+
+    `path` is a model file or a name looked up in $FUSEDNEQUIP_MODEL_DIR (see README)."""
+
+    def __init__(self, path):
+        handle = ctypes.c_void_p()
+        st = lib.fnq_model_load(str(path).encode(), ctypes.byref(handle))
+        raise_for(st, _lib.last_error(), during_load=True)
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, lib.fnq_model_free, handle)
+        self.path = lib.fnq_model_path(handle).decode()
+        self.family = lib.fnq_model_family(handle).decode()
+        self.cutoff = lib.fnq_model_cutoff(handle)
+        self.num_layers = lib.fnq_model_num_layers(handle)
+        self.num_params = lib.fnq_model_num_params(handle)
+        n = lib.fnq_model_num_species(handle)
+        self.species = [lib.fnq_model_species_symbol(handle, i).decode() for i in range(n)]
+        self._index = {s: i for i, s in enumerate(self.species)}
+
+    def species_indices(self, symbols):
+        """Model species index of each symbol; UnknownElementError names the first unknown."""
+        out = np.empty(len(symbols), dtype=np.int32)
+        for i, s in enumerate(symbols):
+            t = self._index.get(s)
+            if t is None:
+                raise UnknownElementError(
+                    f"atom {i} is element '{s}', which the model {self.path} does not have "
+                    f"(it has {len(self.species)} species)")
+            out[i] = t
+        return out
+
+
+class Context:
+    """An evaluation context on one device, with buffers reused across calls."""
+
+    def __init__(self, model, device="auto", dtype=None, device_id=0):
+        if device not in _DEVICES:
+            raise ValueError(f"device must be one of {sorted(_DEVICES)}, not {device!r}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be None, 'float32' or 'float64', not {dtype!r}")
+        self.model = model
+        handle = ctypes.c_void_p()
+        st = lib.fnq_ctx_init(model._handle, _DEVICES[device], device_id, _DTYPES[dtype],
+                              ctypes.byref(handle))
+        raise_for(st, _lib.last_error())
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, lib.fnq_ctx_free, handle)
+        self.device = Device(lib.fnq_ctx_device(handle)).name.lower()
+        self.dtype = "float32" if lib.fnq_ctx_dtype(handle) == DType.F32 else "float64"
+
+    def set_min_distance(self, value):
+        raise_for(lib.fnq_ctx_set_min_distance(self._handle, value), _lib.last_error())
+
+    def set_max_neighbors(self, value):
+        raise_for(lib.fnq_ctx_set_max_neighbors(self._handle, value), _lib.last_error())
+
+    @property
+    def last_num_edges(self):
+        return lib.fnq_ctx_last_num_edges(self._handle)
+
+    def compute(self, positions, species, cell=None, pbc=None):
+        """Energy, per-atom energies, forces and virial (Voigt xx yy zz yz xz xy, eV)."""
+        pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+        sp = np.ascontiguousarray(species, dtype=np.int32)
+        n = len(pos)
+        if len(sp) != n:
+            raise ValueError(f"{n} positions but {len(sp)} species")
+        c = None if cell is None else np.ascontiguousarray(cell, dtype=np.float64).reshape(9)
+        p = None if pbc is None else np.ascontiguousarray(np.asarray(pbc, dtype=bool), np.int32)
+        energy = ctypes.c_double()
+        energies = np.empty(n, dtype=np.float64)
+        forces = np.empty((n, 3), dtype=np.float64)
+        virial = np.empty(6, dtype=np.float64)
+        st = lib.fnq_ctx_compute_periodic(self._handle, n, pos.reshape(-1), sp, c, p,
+                                          ctypes.byref(energy), energies, forces.reshape(-1),
+                                          virial)
+        raise_for(st, _lib.last_error())
+        return energy.value, energies, forces, virial

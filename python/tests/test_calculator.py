@@ -1,0 +1,148 @@
+"""FusedNequIPCalculator: published Nequix values, agreement with `fusednequip eval`, periodic,
+partly periodic and non-periodic atoms, buffer reuse, and the documented exceptions."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import bulk, fcc111, molecule
+from ase.io import read, write
+
+from fusednequip import (FusedNequIPCalculator, ModelFileError, StructureError,
+                         UnknownElementError)
+
+
+def published():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.environ.get("FNQ_PUBLISHED_VALUES") or os.path.join(
+        here, "..", "..", "..", "shared", "reference", "nequix_published_values.json")
+    if not os.path.exists(path):
+        pytest.skip(f"published values not found at {path}")
+    return json.load(open(path))
+
+
+@pytest.mark.parametrize("model", ["nequix-mp-1", "nequix-oam-1"])
+@pytest.mark.parametrize("case", ["relaxed", "perturbed"])
+def test_published_values(model_dir, model, case):
+    ref = published()
+    st = ref["structures"][case]
+    atoms = Atoms(st["symbols"], positions=st["positions"], cell=st["cell"], pbc=st["pbc"])
+    atoms.calc = FusedNequIPCalculator(model, device="cpu", dtype="float64")
+    want = ref["values"][case][model]
+    # the reference test's own criterion: numpy allclose, atol = rtol = 1e-5
+    np.testing.assert_allclose(atoms.get_potential_energy(), want["energy"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(atoms.get_forces(), want["forces"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(atoms.get_stress(), want["stress"], atol=1e-5, rtol=1e-5)
+
+
+def structures():
+    rng = np.random.default_rng(7)
+    tri = bulk("NaCl", "rocksalt", a=5.6).repeat((2, 2, 2))
+    tri.set_cell(tri.cell.array @ np.array([[1, 0.05, 0], [0, 1, 0.08], [0.03, 0, 1]]),
+                 scale_atoms=True)
+    tri.rattle(0.1, seed=1)
+    syms = tri.get_chemical_symbols()
+    syms[3], syms[10] = "K", "Br"
+    tri.set_chemical_symbols(syms)
+    slab = fcc111("Cu", size=(3, 3, 3), vacuum=6.0)
+    slab.rattle(0.05, seed=2)
+    mol = molecule("CH3CH2OH")
+    mol.positions += rng.normal(0, 0.02, mol.positions.shape)
+    return {"triclinic": tri, "slab": slab, "molecule": mol}
+
+
+@pytest.mark.parametrize("name", ["triclinic", "slab", "molecule"])
+def test_equals_cli(model_dir, mp1, repo_root, tmp_path, name):
+    # both sides read the same file, so both see the same (rounded) coordinates
+    path = tmp_path / f"{name}.xyz"
+    write(str(path), structures()[name], format="extxyz", write_results=False)
+    atoms = read(str(path))
+    calc = FusedNequIPCalculator(mp1, device="cpu", dtype="float64")
+    atoms.calc = calc
+    e = atoms.get_potential_energy()
+    f = atoms.get_forces()
+    ea = atoms.get_potential_energies()
+    cli = os.environ.get("FNQ_CLI") or os.path.join(repo_root, "build", "cli", "fusednequip")
+    out = subprocess.run([cli, "eval", "--device", "cpu", "--dtype", "float64", "nequix-mp-1",
+                          str(path)], check=True, capture_output=True, text=True).stdout
+    ref = json.loads(out)
+    assert abs(e - ref["energy"]) <= 1e-12 * abs(ref["energy"])
+    scale = max(1.0, np.abs(ref["forces"]).max())
+    assert np.abs(f - np.array(ref["forces"])).max() <= 1e-12 * scale
+    assert np.abs(ea - np.array(ref["energies"])).max() <= 1e-12 * abs(ref["energy"])
+    if atoms.cell.rank == 3:
+        s = atoms.get_stress()
+        assert np.abs(s - np.array(ref["stress"])).max() <= 1e-12 * max(1e-3, np.abs(s).max())
+    else:
+        assert "stress" not in ref
+    assert calc.results["free_energy"] == e
+
+
+def test_no_stress_without_cell(mp1):
+    from ase.calculators.calculator import PropertyNotImplementedError
+    atoms = molecule("H2O")
+    atoms.calc = FusedNequIPCalculator(mp1, device="cpu")
+    atoms.get_potential_energy()
+    with pytest.raises(PropertyNotImplementedError):
+        atoms.get_stress()
+
+
+def test_positions_only_changes_reuse_the_context(mp1):
+    atoms = bulk("Si", "diamond", a=5.43, cubic=True)
+    calc = FusedNequIPCalculator(mp1, device="cpu")
+    atoms.calc = calc
+    ctx = calc.context
+    e0 = atoms.get_potential_energy()
+    atoms.positions[0] += [0.05, 0.0, -0.02]
+    e1 = atoms.get_potential_energy()
+    assert calc.context is ctx and e1 != e0
+    atoms.positions[0] -= [0.05, 0.0, -0.02]
+    assert atoms.get_potential_energy() == e0  # bitwise, same buffers
+
+
+def test_unknown_element(mp1):
+    atoms = bulk("Si", "diamond", a=5.43)
+    atoms.set_chemical_symbols(["Si", "Po"])
+    atoms.calc = FusedNequIPCalculator(mp1, device="cpu")
+    with pytest.raises(UnknownElementError, match=r"atom 1 is element 'Po'"):
+        atoms.get_potential_energy()
+
+
+def test_missing_model(tmp_path):
+    with pytest.raises(ModelFileError, match="not found"):
+        FusedNequIPCalculator(str(tmp_path / "missing.nqx"))
+
+
+def test_bad_model_file(model_dir, mp1, tmp_path):
+    data = open(mp1.path, "rb").read()
+    bad = tmp_path / "truncated.nqx"
+    bad.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelFileError, match="truncated"):
+        FusedNequIPCalculator(str(bad))
+    bad = tmp_path / "garbage.nqx"
+    bad.write_bytes(b"\x00\x01not a model\n")
+    with pytest.raises(ModelFileError, match="not a model file"):
+        FusedNequIPCalculator(str(bad))
+
+
+def test_bad_structures(mp1):
+    calc = FusedNequIPCalculator(mp1, device="cpu")
+    atoms = bulk("Si", "diamond", a=5.43)
+    atoms.positions[1, 2] = np.nan
+    atoms.calc = calc
+    with pytest.raises(StructureError, match="atom 1 has a non-finite coordinate"):
+        atoms.get_potential_energy()
+    atoms = bulk("Si", "diamond", a=5.43)
+    atoms.positions[1] = atoms.positions[0] + 0.01
+    atoms.calc = calc
+    with pytest.raises(StructureError, match="closer than"):
+        atoms.get_forces()
+
+
+def test_bad_arguments(mp1):
+    with pytest.raises(ValueError, match="device"):
+        FusedNequIPCalculator(mp1, device="tpu")
+    with pytest.raises(ValueError, match="dtype"):
+        FusedNequIPCalculator(mp1, dtype="float16")
