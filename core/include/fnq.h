@@ -207,6 +207,9 @@ FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_loc
 
 /* Number of edges (directed pairs inside the cutoff) of the last evaluation. */
 FNQ_API int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx);
+/* GPU kernel launches of the last evaluation: the model's (returned) and the neighbour list's
+ * (in *neighbor_list, if not NULL). 0 on the CPU. */
+FNQ_API int32_t fnq_ctx_last_kernel_launches(const struct fnq_ctx *ctx, int32_t *neighbor_list);
 
 #ifdef __cplusplus
 }

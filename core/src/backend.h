@@ -41,6 +41,8 @@ enum fnq_status fnq__exchange_forward(const struct fnq_exchange *x, void *rows, 
 enum fnq_status fnq__exchange_reverse(const struct fnq_exchange *x, void *rows, int32_t width,
                                       enum fnq_dtype dtype);
 
+struct fnq_limits; /* graph.h */
+
 struct fnq_backend_i {
     const char *name;
     /* per-context state: weights in the backend's precision, buffers */
@@ -49,6 +51,14 @@ struct fnq_backend_i {
     void (*free)(void *state);
     enum fnq_status (*compute)(void *state, const struct fnq_graph *g,
                                const struct fnq_exchange *x, struct fnq_results *out);
+    /* (optional) build the neighbour list itself and evaluate; NULL: the context builds the
+     * graph on the host and calls compute. *n_edges receives the number of edges. */
+    enum fnq_status (*compute_periodic)(void *state, int64_t n, const double *pos,
+                                        const int32_t *species, const double *cell,
+                                        const int32_t *pbc, const struct fnq_limits *lim,
+                                        struct fnq_results *out, int64_t *n_edges);
+    /* (optional) kernel launches of the last evaluation: model part, neighbour-list part */
+    void (*launch_counts)(void *state, int32_t *model, int32_t *neighbor_list);
 };
 
 extern const struct fnq_backend_i fnq__backend_cpu;

@@ -2,6 +2,7 @@
  * cpu_eval_f32.c: the CPU evaluation in float (the body is cpu_eval.inc).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -21,6 +21,7 @@ struct fnq_ctx {
     struct fnq_comm comm;
     int has_comm;
     struct fnq_graph_buf graph;
+    int64_t last_edges;
 };
 
 /* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
@@ -79,7 +80,17 @@ void fnq_ctx_free(struct fnq_ctx *ctx)
 
 enum fnq_device fnq_ctx_device(const struct fnq_ctx *ctx) { return ctx->device; }
 enum fnq_dtype fnq_ctx_dtype(const struct fnq_ctx *ctx) { return ctx->dtype; }
-int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx) { return ctx ? ctx->graph.g.n_edges : 0; }
+int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx) { return ctx ? ctx->last_edges : 0; }
+
+int32_t fnq_ctx_last_kernel_launches(const struct fnq_ctx *ctx, int32_t *neighbor_list)
+{
+    int32_t model = 0, nl = 0;
+    if (ctx && ctx->backend->launch_counts)
+        ctx->backend->launch_counts(ctx->state, &model, &nl);
+    if (neighbor_list)
+        *neighbor_list = nl;
+    return model;
+}
 
 enum fnq_status fnq_ctx_set_min_distance(struct fnq_ctx *ctx, double min_distance)
 {
@@ -122,16 +133,24 @@ static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const
     return FNQ_STATUS_OK;
 }
 
+/* x == NULL: periodic evaluation by the backend's own neighbour list */
 static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x, double *energy,
                            double *atom_energies, double *forces, double *virial,
-                           double *atom_virial)
+                           double *atom_virial, int64_t n, const double *pos,
+                           const int32_t *species, const double *cell, const int32_t *pbc)
 {
     struct fnq_results r;
     memset(&r, 0, sizeof(r));
     r.atom_energies = atom_energies;
     r.forces = forces;
     r.atom_virial = atom_virial;
-    FNQ_CHECK(ctx->backend->compute(ctx->state, &ctx->graph.g, x, &r));
+    if (x) {
+        FNQ_CHECK(ctx->backend->compute(ctx->state, &ctx->graph.g, x, &r));
+        ctx->last_edges = ctx->graph.g.n_edges;
+    } else {
+        FNQ_CHECK(ctx->backend->compute_periodic(ctx->state, n, pos, species, cell, pbc,
+                                                 &ctx->limits, &r, &ctx->last_edges));
+    }
     if (!isfinite(r.energy))
         return fnq__fail(FNQ_STATUS_INTERNAL,
                          "the energy came out as %g: the model produced a non-finite value",
@@ -154,10 +173,13 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
                          "fnq_ctx_compute_periodic: NULL context, positions or species, or a "
                          "negative atom count");
     FNQ_CHECK(check_species(ctx->model, n_atoms, species));
+    if (ctx->backend->compute_periodic)
+        return run(ctx, NULL, energy, atom_energies, forces, virial, NULL, n_atoms, positions,
+                   species, cell, pbc);
     FNQ_CHECK(fnq__graph_from_cell(&ctx->graph, n_atoms, positions, species, cell, pbc,
                                    &ctx->limits));
     struct fnq_exchange x = {NULL, NULL, n_atoms, n_atoms};
-    return run(ctx, &x, energy, atom_energies, forces, virial, NULL);
+    return run(ctx, &x, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL, NULL);
 }
 
 enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int64_t n_all,
@@ -193,5 +215,6 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
                                     edge_recv, edge_send, edge_shift, &ctx->limits));
     struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, ghost_owner, n_local, n_all};
-    return run(ctx, &x, energy, atom_energies, forces, virial, atom_virial);
+    return run(ctx, &x, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL, NULL,
+               NULL);
 }

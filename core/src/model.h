@@ -198,6 +198,13 @@ int fnq__linear_build(struct fnq_linear *lin, const struct fnq_irreps *in,
 int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irreps *allowed,
                   int32_t sh_natural_parity, int jax_order, int weights_sorted);
 
+/* y += linear(x), dx += linear^T(dy) in double, for one atom of species t */
+void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                           const struct fnq_irreps *out, int32_t t, const double *x, double *y);
+void fnq__linear_apply_t_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                             const struct fnq_irreps *out, int32_t t, const double *dy,
+                             double *dx);
+
 double fnq__act_normalization(enum fnq_act kind); /* 1/sqrt(E[act(z)^2]), e3nn-jax sampling */
 double fnq__act_apply(struct fnq_activation a, double x);
 double fnq__act_derivative(struct fnq_activation a, double x);

@@ -298,3 +298,40 @@ int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irr
     }
     return 0;
 }
+
+/* ---- double-precision linears on the host (precomputed tables of the GPU backend) ---- */
+
+void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                           const struct fnq_irreps *out, int32_t t, const double *x, double *y)
+{
+    const double *W = lin->w + (lin->species_indexed ? (int64_t)t * lin->n_w : 0);
+    for (int32_t k = 0; k < lin->n_instr; k++) {
+        const struct fnq_linear_instr *ins = &lin->instr[k];
+        const struct fnq_irrep_block *bi = &in->block[ins->in_block];
+        const struct fnq_irrep_block *bo = &out->block[ins->out_block];
+        for (int32_t m = 0; m < 2 * bi->l + 1; m++)
+            for (int32_t u = 0; u < bi->mul; u++)
+                for (int32_t v = 0; v < bo->mul; v++)
+                    y[bo->offset + (int64_t)m * bo->mul + v] +=
+                        ins->alpha * W[ins->w_offset + (int64_t)u * bo->mul + v] *
+                        x[bi->offset + (int64_t)m * bi->mul + u];
+    }
+}
+
+void fnq__linear_apply_t_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                             const struct fnq_irreps *out, int32_t t, const double *dy,
+                             double *dx)
+{
+    const double *W = lin->w + (lin->species_indexed ? (int64_t)t * lin->n_w : 0);
+    for (int32_t k = 0; k < lin->n_instr; k++) {
+        const struct fnq_linear_instr *ins = &lin->instr[k];
+        const struct fnq_irrep_block *bi = &in->block[ins->in_block];
+        const struct fnq_irrep_block *bo = &out->block[ins->out_block];
+        for (int32_t m = 0; m < 2 * bi->l + 1; m++)
+            for (int32_t u = 0; u < bi->mul; u++)
+                for (int32_t v = 0; v < bo->mul; v++)
+                    dx[bi->offset + (int64_t)m * bi->mul + u] +=
+                        ins->alpha * W[ins->w_offset + (int64_t)u * bo->mul + v] *
+                        dy[bo->offset + (int64_t)m * bo->mul + v];
+    }
+}

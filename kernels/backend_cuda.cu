@@ -1,0 +1,757 @@
+/*
+ * backend_cuda.cu: the CUDA backend behind core/src/backend.h. Per context: the model's device
+ * tables (model_upload.cu) in float32 or float64, device buffers grown on demand and reused,
+ * one stream, and a CUDA graph of the model evaluation replayed while atom and edge counts
+ * stay the same.
+ *
+ * One evaluation: (neighbour list: host cell grid, device count/fill/sender index) ->
+ * per layer one fused forward kernel -> per layer one fused backward kernel -> force/virial
+ * assembly and deterministic totals: 2 launches per layer plus 2. With ghost atoms (LAMMPS),
+ * exchanges between launches move ghost rows (device gather for an owner map, host round trip
+ * for the caller's MPI callbacks) and the backward epilogue runs as its own kernel.
+ */
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "assemble.cuh"
+#include "common.cuh"
+#include "layer_backward.cuh"
+#include "layer_forward.cuh"
+#include "model_upload.cuh"
+#include "neighbor.cuh"
+
+extern "C" {
+#include "graph.h"
+}
+
+namespace fnqcu {
+
+/* ---- device buffers grown on demand ---- */
+
+struct Buffers {
+    int epoch = 0; /* bumped whenever an allocation moves: recorded graphs become stale */
+};
+
+template <typename T> struct DevBuf {
+    T *p = nullptr;
+    size_t cap = 0;
+};
+
+template <typename T>
+static enum fnq_status ensure(DevBuf<T> &b, size_t n, const char *what, int *epoch)
+{
+    if (n <= b.cap && b.p)
+        return FNQ_STATUS_OK;
+    size_t want = std::max<size_t>(n + n / 4, 16);
+    if (b.p)
+        cudaFree(b.p);
+    b.p = nullptr;
+    b.cap = 0;
+    (*epoch)++;
+    cudaError_t err = cudaMalloc(&b.p, want * sizeof(T));
+    if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        int dev = -1;
+        cudaGetDevice(&dev);
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
+                         "GPU out of memory: %.3g MB needed for %s, device %d has %.3g MB free of "
+                         "%.3g MB (a smaller system, float32, or more GPUs would fit)",
+                         want * sizeof(T) / 1e6, what, dev, free_b / 1e6, total_b / 1e6);
+    }
+    FNQ_CUDA_CHECK(err);
+    b.cap = want;
+    return FNQ_STATUS_OK;
+}
+
+template <typename T> static void release(DevBuf<T> &b)
+{
+    if (b.p)
+        cudaFree(b.p);
+    b.p = nullptr;
+    b.cap = 0;
+}
+
+/* ---- per-context state ---- */
+
+template <typename REAL> struct State {
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    DeviceModel<REAL> dm;
+    int EC = 32, TC = 64, epi_len = 1;
+    std::vector<size_t> smem_fwd, smem_bwd, smem_ghost;
+    size_t smem_epi = 0;
+    int epoch = 0;
+
+    /* graph */
+    DevBuf<int> species;
+    DevBuf<double> pos, edge_vec, edge_grad;
+    DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
+    /* activations */
+    std::vector<DevBuf<REAL>> h1, y, rho;
+    DevBuf<REAL> h[2], ga[2], gp[2], dh1;
+    DevBuf<double> e_atom, forces, atom_virial, atom_energy, totals;
+    /* neighbour list scratch */
+    DevBuf<double> wrap, min_d2;
+    DevBuf<int64_t> bin_start, bin_atoms, atom_bin, counts, keys, ids;
+    DevBuf<unsigned char> cub_tmp;
+    /* ghost exchange */
+    DevBuf<int64_t> ghost_owner, owner_ghost_start, owner_ghosts;
+    std::vector<REAL> host_rows;
+    std::vector<int64_t> host_counts;
+    std::vector<double> host_min_d2;
+
+    /* recorded model evaluation */
+    cudaGraphExec_t graph = nullptr;
+    int64_t graph_key[4] = {-1, -1, -1, -1};
+    int launches_model = 0, launches_nl = 0;
+    bool debug_layers = false;
+};
+
+template <typename REAL> static void state_free(State<REAL> *s)
+{
+    if (!s)
+        return;
+    cudaSetDevice(s->device);
+    if (s->graph)
+        cudaGraphExecDestroy(s->graph);
+    release(s->species), release(s->pos), release(s->edge_vec), release(s->edge_grad);
+    release(s->recv_start), release(s->edge_send), release(s->edge_recv);
+    release(s->send_start), release(s->send_edges);
+    for (auto &b : s->h1) release(b);
+    for (auto &b : s->y) release(b);
+    for (auto &b : s->rho) release(b);
+    for (int k = 0; k < 2; k++)
+        release(s->h[k]), release(s->ga[k]), release(s->gp[k]);
+    release(s->dh1), release(s->e_atom), release(s->forces), release(s->atom_virial);
+    release(s->atom_energy), release(s->totals);
+    release(s->wrap), release(s->min_d2), release(s->bin_start), release(s->bin_atoms);
+    release(s->atom_bin), release(s->counts), release(s->keys), release(s->ids);
+    release(s->cub_tmp), release(s->ghost_owner), release(s->owner_ghost_start);
+    release(s->owner_ghosts);
+    model_release(&s->dm);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    delete s;
+}
+
+template <typename REAL>
+static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
+{
+    const DeviceModel<REAL> &dm = s->dm;
+    s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
+    for (int r = 0; r <= dm.n_readout; r++)
+        s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
+    /* the widest chunk that keeps two blocks per multiprocessor where possible */
+    for (int ec = (sizeof(REAL) == 4 ? 32 : 16); ec >= 4; ec /= 2) {
+        s->EC = ec;
+        s->smem_fwd.assign(dm.n_layers, 0);
+        s->smem_bwd.assign(dm.n_layers, 0);
+        s->smem_ghost.assign(dm.n_layers, 0);
+        size_t worst = 0;
+        for (int l = 0; l < dm.n_layers; l++) {
+            s->smem_fwd[l] = forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC, s->epi_len);
+            s->smem_bwd[l] = backward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC, s->epi_len);
+            s->smem_ghost[l] = ghost_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC);
+            worst = std::max({worst, s->smem_fwd[l], s->smem_bwd[l], s->smem_ghost[l]});
+        }
+        if (worst <= (size_t)smem_limit / 2 || (ec == 4 && worst <= (size_t)smem_limit))
+            break;
+        if (ec == 4)
+            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                             "the model needs %zu bytes of shared memory per block, more than the "
+                             "%d this GPU offers",
+                             worst, smem_limit);
+    }
+    s->smem_epi = epilogue_smem_bytes<REAL>(s->epi_len);
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL>
+static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, void **out)
+{
+    int n_dev = 0;
+    cudaError_t err = cudaGetDeviceCount(&n_dev);
+    if (err != cudaSuccess || n_dev == 0) {
+        cudaGetLastError();
+        return fnq__fail(FNQ_STATUS_DEVICE, "no CUDA device available (%s)",
+                         err == cudaSuccess ? "none found" : cudaGetErrorString(err));
+    }
+    if (device_id < 0 || device_id >= n_dev)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "CUDA device %d requested, %d present (0..%d)",
+                         device_id, n_dev, n_dev - 1);
+    FNQ_CUDA_CHECK(cudaSetDevice(device_id));
+    State<REAL> *s = new State<REAL>();
+    s->device = device_id;
+    s->debug_layers = getenv("FNQ_DEBUG_LAYERS") != nullptr;
+    enum fnq_status st = model_upload<REAL>(m, &s->dm);
+    if (st == FNQ_STATUS_OK) {
+        int smem_limit = 0;
+        cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id);
+        st = configure_kernels<REAL>(s, smem_limit);
+    }
+    if (st == FNQ_STATUS_OK) {
+        cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess)
+            st = fnq__fail(FNQ_STATUS_DEVICE, "cudaStreamCreate: %s", cudaGetErrorString(e));
+    }
+    if (st == FNQ_STATUS_OK) {
+        s->h1.resize(s->dm.n_layers);
+        s->y.resize(s->dm.n_layers);
+        s->rho.resize(s->dm.n_layers);
+        st = ensure(s->totals, 8, "totals", &s->epoch);
+    }
+    if (st != FNQ_STATUS_OK) {
+        state_free(s);
+        return st;
+    }
+    *out = s;
+    return FNQ_STATUS_OK;
+}
+
+/* Device buffers for n_local owned atoms, n_all with ghosts, n_edges edges. */
+template <typename REAL>
+static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne)
+{
+    const DeviceModel<REAL> &dm = s->dm;
+    int *ep = &s->epoch;
+    FNQ_CHECK(ensure(s->species, na, "species", ep));
+    FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
+    FNQ_CHECK(ensure(s->edge_vec, 3 * ne, "edge vectors", ep));
+    FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
+    FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->send_start, na + 1, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->send_edges, ne, "the neighbour list", ep));
+    for (int l = 0; l < dm.n_layers; l++) {
+        FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.dim, "sender features", ep));
+        FNQ_CHECK(ensure(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs", ep));
+        FNQ_CHECK(ensure(s->rho[l], nl, "norm factors", ep));
+    }
+    for (int k = 0; k < 2; k++) {
+        FNQ_CHECK(ensure(s->h[k], (size_t)nl * dm.max_width, "node features", ep));
+        FNQ_CHECK(ensure(s->ga[k], (size_t)nl * dm.max_mid, "message gradients", ep));
+        FNQ_CHECK(ensure(s->gp[k], (size_t)nl * dm.max_width, "feature gradients", ep));
+    }
+    if (na > nl)
+        FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
+    FNQ_CHECK(ensure(s->e_atom, nl, "atomic energies", ep));
+    FNQ_CHECK(ensure(s->atom_energy, nl, "atomic energies", ep));
+    FNQ_CHECK(ensure(s->forces, 3 * na, "forces", ep));
+    FNQ_CHECK(ensure(s->atom_virial, 6 * na, "per-atom virials", ep));
+    return FNQ_STATUS_OK;
+}
+
+/* ---- ghost exchange on device rows ---- */
+
+template <typename REAL>
+__global__ void gather_ghosts_kernel(REAL *rows, int width, int64_t nl, int64_t na,
+                                     const int64_t *owner)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (na - nl) * width)
+        return;
+    const int64_t g = nl + idx / width, c = idx % width;
+    rows[g * width + c] = rows[owner[g - nl] * width + c];
+}
+
+/* each owned atom adds its ghosts' rows in ascending ghost order */
+template <typename REAL>
+__global__ void fold_ghosts_kernel(REAL *rows, int width, int64_t nl, const int64_t *start,
+                                   const int64_t *ghosts)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= nl * width)
+        return;
+    const int64_t i = idx / width, c = idx % width;
+    REAL v = rows[idx];
+    for (int64_t q = start[i]; q < start[i + 1]; q++)
+        v += rows[ghosts[q] * width + c];
+    rows[idx] = v;
+}
+
+template <typename REAL>
+static enum fnq_status exchange(State<REAL> *s, const struct fnq_exchange *x, REAL *rows, int width,
+                                bool forward)
+{
+    const int64_t nl = x->n_local, na = x->n_all;
+    const enum fnq_dtype dt = sizeof(REAL) == 4 ? FNQ_DTYPE_F32 : FNQ_DTYPE_F64;
+    if (x->comm) { /* the caller's callbacks work on host rows */
+        s->host_rows.resize((size_t)na * width);
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_rows.data(), rows, sizeof(REAL) * na * width,
+                                       cudaMemcpyDeviceToHost, s->stream));
+        FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+        if (forward)
+            FNQ_CHECK(fnq__exchange_forward(x, s->host_rows.data(), width, dt));
+        else
+            FNQ_CHECK(fnq__exchange_reverse(x, s->host_rows.data(), width, dt));
+        const int64_t first = forward ? nl : 0, count = forward ? na - nl : nl;
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(rows + first * width,
+                                       s->host_rows.data() + (size_t)first * width,
+                                       sizeof(REAL) * count * width, cudaMemcpyHostToDevice,
+                                       s->stream));
+        return FNQ_STATUS_OK;
+    }
+    const int threads = 256;
+    if (forward) {
+        const int64_t n = (na - nl) * width;
+        gather_ghosts_kernel<REAL><<<(unsigned)((n + threads - 1) / threads), threads, 0, s->stream>>>(
+            rows, width, nl, na, s->ghost_owner.p);
+    } else {
+        const int64_t n = nl * width;
+        fold_ghosts_kernel<REAL><<<(unsigned)((n + threads - 1) / threads), threads, 0, s->stream>>>(
+            rows, width, nl, s->owner_ghost_start.p, s->owner_ghosts.p);
+    }
+    FNQ_CUDA_LAUNCHED();
+    s->launches_model++;
+    return FNQ_STATUS_OK;
+}
+
+/* upload the owner map, and its inverse (ghosts per owner, ascending) for the reverse fold */
+template <typename REAL>
+static enum fnq_status upload_owner_map(State<REAL> *s, const struct fnq_exchange *x)
+{
+    const int64_t nl = x->n_local, na = x->n_all, ng = na - nl;
+    std::vector<int64_t> start(nl + 1, 0), ghosts(ng > 0 ? ng : 1);
+    for (int64_t g = 0; g < ng; g++)
+        start[x->ghost_owner[g] + 1]++;
+    for (int64_t i = 0; i < nl; i++)
+        start[i + 1] += start[i];
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t g = 0; g < ng; g++)
+        ghosts[fill[x->ghost_owner[g]]++] = nl + g;
+    FNQ_CHECK(ensure(s->ghost_owner, ng > 0 ? ng : 1, "the ghost map", &s->epoch));
+    FNQ_CHECK(ensure(s->owner_ghost_start, nl + 1, "the ghost map", &s->epoch));
+    FNQ_CHECK(ensure(s->owner_ghosts, ng > 0 ? ng : 1, "the ghost map", &s->epoch));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->ghost_owner.p, x->ghost_owner, sizeof(int64_t) * ng,
+                                   cudaMemcpyHostToDevice, s->stream));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->owner_ghost_start.p, start.data(), sizeof(int64_t) * (nl + 1),
+                                   cudaMemcpyHostToDevice, s->stream));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->owner_ghosts.p, ghosts.data(), sizeof(int64_t) * ng,
+                                   cudaMemcpyHostToDevice, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream)); /* host vectors go out of scope */
+    return FNQ_STATUS_OK;
+}
+
+/* ---- the model evaluation ---- */
+
+/* FNQ_DEBUG_LAYERS: the same per-layer sums the CPU backend prints (rows x width, stride) */
+template <typename REAL>
+static void debug_layer_sums(State<REAL> *s, int layer, int64_t rows, const char *what,
+                             const REAL *dev, int64_t stride, int64_t width)
+{
+    std::vector<REAL> h(rows * stride);
+    cudaStreamSynchronize(s->stream);
+    cudaMemcpy(h.data(), dev, sizeof(REAL) * rows * stride, cudaMemcpyDeviceToHost);
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < width; k++)
+            sum += fabs((double)h[i * stride + k]);
+    fprintf(stderr, "fusednequip debug (cuda): layer %d %s sum|.| = %.12e (%lld values)\n", layer,
+            what, sum, (long long)(rows * width));
+}
+
+template <typename REAL>
+static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                                     const struct fnq_exchange *x)
+{
+    DeviceModel<REAL> &dm = s->dm;
+    const int L = dm.n_layers;
+    const bool ghosts = na > nl;
+    s->launches_model = 0;
+    FNQ_CUDA_CHECK(cudaMemsetAsync(s->edge_grad.p, 0, sizeof(double) * 3 * (ne > 0 ? ne : 1),
+                                   s->stream));
+    int hc = 0, gc = 0;
+    for (int l = 0; l < L; l++) {
+        ForwardArgs<REAL> a;
+        memset(&a, 0, sizeof(a));
+        a.L = dm.layers[l];
+        a.last = l == L - 1;
+        if (!a.last)
+            a.next = dm.layers[l + 1];
+        a.geo = dm.geo;
+        a.layer = l;
+        a.recv_start = s->recv_start.p;
+        a.edge_send = s->edge_send.p;
+        a.species = s->species.p;
+        a.edge_vec = s->edge_vec.p;
+        a.h1 = s->h1[l].p;
+        a.h1_table = dm.h1_table;
+        a.hin = s->h[hc].p;
+        a.embed = dm.embed;
+        a.W = dm.max_width;
+        a.epi_len = s->epi_len;
+        a.hout = s->h[hc ^ 1].p;
+        a.h1_next = a.last ? nullptr : s->h1[l + 1].p;
+        a.y_save = s->y[l].p;
+        a.rho_save = s->rho[l].p;
+        a.n_readout = dm.n_readout;
+        for (int r = 0; r < dm.n_readout; r++)
+            a.readout[r] = dm.readout[r];
+        for (int r = 0; r <= dm.n_readout; r++)
+            a.readout_irreps[r] = dm.readout_irreps[r];
+        a.e_atom = s->e_atom.p;
+        a.grad_top = dm.grad_top;
+        a.ga_out = s->ga[gc].p;
+        a.ga_stride = dm.max_mid;
+        a.gpart_out = s->gp[gc].p;
+        a.EC = s->EC;
+        a.TC = s->TC;
+        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, (int)nl, s->smem_fwd[l], s->stream));
+        s->launches_model++;
+        if (!a.last && ghosts)
+            FNQ_CHECK(exchange<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.dim, true));
+        if (s->debug_layers) {
+            debug_layer_sums(s, l, nl, "gate input y", s->y[l].p, dm.layers[l].conv.dim,
+                             dm.layers[l].conv.dim);
+            if (!a.last)
+                debug_layer_sums(s, l + 1, nl, "sender features h1", s->h1[l + 1].p,
+                                 dm.layers[l + 1].in.dim, dm.layers[l + 1].in.dim);
+        }
+        hc ^= 1;
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        BackwardArgs<REAL> b;
+        memset(&b, 0, sizeof(b));
+        b.L = dm.layers[l];
+        if (l > 0)
+            b.prev = dm.layers[l - 1];
+        b.geo = dm.geo;
+        b.layer = l;
+        b.n_local = (int)nl;
+        b.fused_epilogue = !ghosts;
+        b.recv_start = s->recv_start.p;
+        b.edge_send = s->edge_send.p;
+        b.species = s->species.p;
+        b.edge_vec = s->edge_vec.p;
+        b.send_start = s->send_start.p;
+        b.send_edges = s->send_edges.p;
+        b.edge_recv = s->edge_recv.p;
+        b.h1 = s->h1[l].p;
+        b.h1_table = dm.h1_table;
+        b.ga = s->ga[gc].p;
+        b.ga_stride = dm.max_mid;
+        b.edge_grad = s->edge_grad.p;
+        b.dh1 = s->dh1.p;
+        b.gpart_in = s->gp[gc].p;
+        b.y_prev = l > 0 ? s->y[l - 1].p : nullptr;
+        b.rho_prev = l > 0 ? s->rho[l - 1].p : nullptr;
+        b.ga_out = s->ga[gc ^ 1].p;
+        b.gpart_out = s->gp[gc ^ 1].p;
+        b.W = dm.max_width;
+        b.epi_len = s->epi_len;
+        b.EC = s->EC;
+        b.TC = s->TC;
+        if (s->debug_layers)
+            debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid,
+                             dm.layers[l].mid.dim);
+        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, (int)nl, s->smem_bwd[l], s->stream));
+        s->launches_model++;
+        if (l > 0 && ghosts) {
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, (int)nl, (int)na, s->smem_ghost[l], s->stream));
+            s->launches_model++;
+            FNQ_CHECK(exchange<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
+            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, (int)nl, s->smem_epi, s->stream));
+            s->launches_model++;
+        }
+        gc ^= 1;
+    }
+    AssembleArgs as;
+    as.n_local = nl;
+    as.n_all = na;
+    as.recv_start = s->recv_start.p;
+    as.send_start = s->send_start.p;
+    as.send_edges = s->send_edges.p;
+    as.edge_grad = s->edge_grad.p;
+    as.edge_vec = s->edge_vec.p;
+    as.e_atom = s->e_atom.p;
+    as.species = s->species.p;
+    as.energy_scale = dm.energy_scale;
+    as.energy_shift = dm.energy_shift;
+    as.forces = s->forces.p;
+    as.atom_virial = s->atom_virial.p;
+    as.atom_energy = s->atom_energy.p;
+    as.totals = s->totals.p;
+    FNQ_CUDA_CHECK(assemble_launch(as, s->stream));
+    s->launches_model += (na > 0) ? 2 : 1;
+    return FNQ_STATUS_OK;
+}
+
+/* Run the model (through a recorded graph when possible) and fetch the results. */
+template <typename REAL>
+static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                                 const struct fnq_exchange *x, struct fnq_results *out)
+{
+    const bool can_record = na == nl && !s->debug_layers && getenv("FNQ_NO_CUDA_GRAPH") == nullptr;
+    if (can_record) {
+        const int64_t key[4] = {nl, na, ne, s->epoch};
+        if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
+            if (s->graph) {
+                cudaGraphExecDestroy(s->graph);
+                s->graph = nullptr;
+            }
+            cudaGraph_t g;
+            FNQ_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+            enum fnq_status st = enqueue_model<REAL>(s, nl, na, ne, x);
+            cudaError_t end = cudaStreamEndCapture(s->stream, &g);
+            FNQ_CHECK(st);
+            FNQ_CUDA_CHECK(end);
+            cudaError_t inst = cudaGraphInstantiate(&s->graph, g, 0);
+            cudaGraphDestroy(g);
+            FNQ_CUDA_CHECK(inst);
+            memcpy(s->graph_key, key, sizeof(key));
+        }
+        FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
+    } else {
+        if (na > nl && !x->comm)
+            FNQ_CHECK(upload_owner_map<REAL>(s, x));
+        FNQ_CHECK(enqueue_model<REAL>(s, nl, na, ne, x));
+    }
+    double totals[7];
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(totals, s->totals.p, sizeof(totals), cudaMemcpyDeviceToHost,
+                                   s->stream));
+    if (out->forces)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->forces, s->forces.p, sizeof(double) * 3 * na,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    if (out->atom_energies)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_energies, s->atom_energy.p, sizeof(double) * nl,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    if (out->atom_virial)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_virial, s->atom_virial.p, sizeof(double) * 6 * na,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    out->energy = totals[0];
+    memcpy(out->virial, totals + 1, sizeof(out->virial));
+    return FNQ_STATUS_OK;
+}
+
+/* ---- backend entry points ---- */
+
+template <typename REAL>
+static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
+                                     const struct fnq_exchange *x, struct fnq_results *out)
+{
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    const int64_t nl = g->n_local, na = g->n_all, ne = g->n_edges;
+    FNQ_CHECK(reserve<REAL>(s, nl, na, ne));
+    cudaStream_t st = s->stream;
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, g->species, sizeof(int) * na, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, g->recv_start, sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->edge_send.p, g->edge_send, sizeof(int64_t) * ne, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->edge_recv.p, g->edge_recv, sizeof(int64_t) * ne, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->edge_vec.p, g->edge_vec, sizeof(double) * 3 * ne, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->send_start.p, g->send_start, sizeof(int64_t) * (na + 1), cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->send_edges.p, g->send_edges, sizeof(int64_t) * ne, cudaMemcpyHostToDevice, st));
+    s->launches_nl = 0;
+    return run_model<REAL>(s, nl, na, ne, x, out);
+}
+
+template <typename REAL>
+static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double *pos,
+                                        const int32_t *species, const double *cell,
+                                        const int32_t *pbc, const struct fnq_limits *lim,
+                                        struct fnq_results *out, int64_t *n_edges)
+{
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    FNQ_CHECK(fnq__check_positions(n, pos));
+    struct fnq_cell_grid grid;
+    FNQ_CHECK(fnq__cell_grid_build(n, pos, cell, pbc, lim->cutoff, &grid));
+    cudaStream_t st = s->stream;
+    int *ep = &s->epoch;
+    enum fnq_status status = FNQ_STATUS_OK;
+#define STEP(expr)                                                                              \
+    do {                                                                                        \
+        status = (expr);                                                                        \
+        if (status != FNQ_STATUS_OK)                                                            \
+            goto done;                                                                          \
+    } while (0)
+    {
+        const int64_t nbins = grid.nbins;
+        STEP(ensure(s->pos, 3 * n, "positions", ep));
+        STEP(ensure(s->species, n, "species", ep));
+        STEP(ensure(s->wrap, 3 * n, "the neighbour list", ep));
+        STEP(ensure(s->bin_start, nbins + 1, "the neighbour list", ep));
+        STEP(ensure(s->bin_atoms, n, "the neighbour list", ep));
+        STEP(ensure(s->atom_bin, n, "the neighbour list", ep));
+        STEP(ensure(s->counts, n, "the neighbour list", ep));
+        STEP(ensure(s->min_d2, n, "the neighbour list", ep));
+        STEP(ensure(s->recv_start, n + 1, "the neighbour list", ep));
+        cudaError_t e = cudaSuccess;
+        e = e ? e : cudaMemcpyAsync(s->pos.p, pos, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, st);
+        e = e ? e : cudaMemcpyAsync(s->species.p, species, sizeof(int) * n, cudaMemcpyHostToDevice, st);
+        e = e ? e : cudaMemcpyAsync(s->wrap.p, grid.wrap, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, st);
+        e = e ? e : cudaMemcpyAsync(s->bin_start.p, grid.bin_start, sizeof(int64_t) * (nbins + 1), cudaMemcpyHostToDevice, st);
+        e = e ? e : cudaMemcpyAsync(s->bin_atoms.p, grid.bin_atoms, sizeof(int64_t) * n, cudaMemcpyHostToDevice, st);
+        e = e ? e : cudaMemcpyAsync(s->atom_bin.p, grid.atom_bin, sizeof(int64_t) * n, cudaMemcpyHostToDevice, st);
+        NeighborArgs na;
+        memset(&na, 0, sizeof(na));
+        na.view = grid.view;
+        na.view.wrap = s->wrap.p;
+        na.view.bin_start = s->bin_start.p;
+        na.view.bin_atoms = s->bin_atoms.p;
+        na.view.atom_bin = s->atom_bin.p;
+        na.pos = s->pos.p;
+        na.n = n;
+        na.rc2 = lim->cutoff * lim->cutoff;
+        na.counts = s->counts.p;
+        na.min_d2 = s->min_d2.p;
+        e = e ? e : neighbor_count_launch(na, st);
+        s->host_counts.resize(n + 1);
+        s->host_min_d2.resize(n + 1);
+        e = e ? e : cudaMemcpyAsync(s->host_counts.data(), s->counts.p, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, st);
+        e = e ? e : cudaMemcpyAsync(s->host_min_d2.data(), s->min_d2.p, sizeof(double) * n, cudaMemcpyDeviceToHost, st);
+        e = e ? e : cudaStreamSynchronize(st);
+        if (e != cudaSuccess) {
+            status = fnq__fail(FNQ_STATUS_DEVICE, "neighbour list on the GPU: CUDA error %s",
+                               cudaGetErrorString(e));
+            goto done;
+        }
+        /* limits: on a violation, let the host builder find the pair and word the message */
+        const double md2 = lim->min_distance * lim->min_distance;
+        int64_t total = 0;
+        bool bad = false;
+        for (int64_t i = 0; i < n; i++) {
+            total += s->host_counts[i];
+            bad |= s->host_counts[i] > lim->max_neighbors ||
+                   (s->host_counts[i] > 0 && (s->host_min_d2[i] < md2 || s->host_min_d2[i] == 0.0));
+        }
+        if (bad) {
+            struct fnq_graph_buf tmp;
+            memset(&tmp, 0, sizeof(tmp));
+            status = fnq__graph_from_cell(&tmp, n, pos, species, cell, pbc, lim);
+            fnq__graph_buf_free(&tmp);
+            if (status == FNQ_STATUS_OK)
+                status = fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+            goto done;
+        }
+        /* prefix sums on the host (we have the counts anyway), then fill */
+        std::vector<int64_t> &starts = s->host_counts;
+        int64_t acc = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t c = starts[i];
+            starts[i] = acc;
+            acc += c;
+        }
+        starts[n] = acc;
+        STEP(reserve<REAL>(s, n, n, total));
+        STEP(ensure(s->keys, total, "the neighbour list", ep));
+        STEP(ensure(s->ids, total, "the neighbour list", ep));
+        size_t tmp_bytes = 0;
+        e = sender_index_launch(s->edge_send.p, total, n, s->keys.p, s->ids.p, s->send_edges.p,
+                                s->send_start.p, nullptr, &tmp_bytes, st);
+        if (e == cudaSuccess)
+            STEP(ensure(s->cub_tmp, tmp_bytes + 16, "the neighbour list", ep));
+        e = e ? e : cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (n + 1), cudaMemcpyHostToDevice, st);
+        na.recv_start = s->recv_start.p;
+        na.edge_send = s->edge_send.p;
+        na.edge_recv = s->edge_recv.p;
+        na.edge_vec = s->edge_vec.p;
+        e = e ? e : neighbor_fill_launch(na, st);
+        e = e ? e : sender_index_launch(s->edge_send.p, total, n, s->keys.p, s->ids.p,
+                                        s->send_edges.p, s->send_start.p, s->cub_tmp.p,
+                                        &tmp_bytes, st);
+        if (e != cudaSuccess) {
+            status = fnq__fail(FNQ_STATUS_DEVICE, "neighbour list on the GPU: CUDA error %s",
+                               cudaGetErrorString(e));
+            goto done;
+        }
+        s->launches_nl = 2 + (total > 0 ? 3 : 1); /* count, fill, iota + sort + starts */
+        *n_edges = total;
+        struct fnq_exchange x = {nullptr, nullptr, n, n};
+        status = run_model<REAL>(s, n, n, total, &x, out);
+    }
+done:
+#undef STEP
+    fnq__cell_grid_free(&grid);
+    return status;
+}
+
+} // namespace fnqcu
+
+/* ---- the vtable ---- */
+
+using namespace fnqcu;
+
+struct CudaBackend {
+    enum fnq_dtype dtype;
+    void *impl;
+};
+
+static enum fnq_status cuda_init(const struct fnq_model *m, enum fnq_dtype dtype, int32_t device_id,
+                                 void **out)
+{
+    CudaBackend *b = new CudaBackend{dtype, nullptr};
+    enum fnq_status st = dtype == FNQ_DTYPE_F64 ? state_init<double>(m, device_id, &b->impl)
+                                                : state_init<float>(m, device_id, &b->impl);
+    if (st != FNQ_STATUS_OK) {
+        delete b;
+        return st;
+    }
+    *out = b;
+    return FNQ_STATUS_OK;
+}
+
+static void cuda_free(void *p)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    if (!b)
+        return;
+    if (b->dtype == FNQ_DTYPE_F64)
+        state_free(static_cast<State<double> *>(b->impl));
+    else
+        state_free(static_cast<State<float> *>(b->impl));
+    delete b;
+}
+
+static enum fnq_status cuda_compute(void *p, const struct fnq_graph *g, const struct fnq_exchange *x,
+                                    struct fnq_results *out)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    return b->dtype == FNQ_DTYPE_F64 ? compute_graph(static_cast<State<double> *>(b->impl), g, x, out)
+                                     : compute_graph(static_cast<State<float> *>(b->impl), g, x, out);
+}
+
+static enum fnq_status cuda_compute_periodic(void *p, int64_t n, const double *pos,
+                                             const int32_t *species, const double *cell,
+                                             const int32_t *pbc, const struct fnq_limits *lim,
+                                             struct fnq_results *out, int64_t *n_edges)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    return b->dtype == FNQ_DTYPE_F64
+               ? compute_periodic(static_cast<State<double> *>(b->impl), n, pos, species, cell, pbc,
+                                  lim, out, n_edges)
+               : compute_periodic(static_cast<State<float> *>(b->impl), n, pos, species, cell, pbc,
+                                  lim, out, n_edges);
+}
+
+static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    if (b->dtype == FNQ_DTYPE_F64) {
+        *model = static_cast<State<double> *>(b->impl)->launches_model;
+        *nl = static_cast<State<double> *>(b->impl)->launches_nl;
+    } else {
+        *model = static_cast<State<float> *>(b->impl)->launches_model;
+        *nl = static_cast<State<float> *>(b->impl)->launches_nl;
+    }
+}
+
+static const struct fnq_backend_i backend_cuda = {"cuda", cuda_init, cuda_free, cuda_compute,
+                                                  cuda_compute_periodic, cuda_launch_counts};
+
+extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(void) { return &backend_cuda; }
+
+extern "C" int fnq__cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}

@@ -1,0 +1,88 @@
+/*
+ * common.cuh: what every CUDA file of the backend shares: the error macro (records the failing
+ * statement, file:line and the CUDA error, returns a status; never exits), the core's private
+ * headers, and small device helpers.
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "backend.h"
+#include "model.h"
+#include "status.h"
+}
+
+/* Evaluate a CUDA runtime call; on failure record the error and return a status. */
+#define FNQ_CUDA_CHECK(expr)                                                                    \
+    do {                                                                                        \
+        cudaError_t fnq_err_ = (expr);                                                          \
+        if (fnq_err_ != cudaSuccess) {                                                          \
+            int fnq_dev_ = -1;                                                                  \
+            cudaGetDevice(&fnq_dev_);                                                           \
+            return fnq__fail(fnq_err_ == cudaErrorMemoryAllocation ? FNQ_STATUS_OUT_OF_MEMORY  \
+                                                                    : FNQ_STATUS_DEVICE,       \
+                             "CUDA error %s (%s) on device %d in %s at %s:%d",                  \
+                             cudaGetErrorName(fnq_err_), cudaGetErrorString(fnq_err_),          \
+                             fnq_dev_, #expr, __FILE__, __LINE__);                              \
+        }                                                                                       \
+    } while (0)
+
+/* After a kernel launch: launch-configuration errors surface here. */
+#define FNQ_CUDA_LAUNCHED() FNQ_CUDA_CHECK(cudaGetLastError())
+
+namespace fnqcu {
+
+template <typename REAL> __device__ __forceinline__ REAL act_apply(int kind, REAL scale, REAL x);
+template <typename REAL> __device__ __forceinline__ REAL act_deriv(int kind, REAL scale, REAL x);
+
+__device__ __forceinline__ float dexp(float x) { return expf(x); }
+__device__ __forceinline__ double dexp(double x) { return exp(x); }
+__device__ __forceinline__ float dtanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double dtanh(double x) { return tanh(x); }
+__device__ __forceinline__ float dlog1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double dlog1p(double x) { return log1p(x); }
+
+/* enum fnq_act: 0 identity, 1 silu, 2 tanh, 3 ssp, 4 abs, 5 sigmoid */
+template <typename REAL> __device__ __forceinline__ REAL act_apply(int kind, REAL scale, REAL x)
+{
+    REAL v;
+    switch (kind) {
+    case 1: v = x / (REAL(1) + dexp(-x)); break;
+    case 2: v = dtanh(x); break;
+    case 3: v = (x > REAL(30) ? x : dlog1p(dexp(x))) - REAL(0.69314718055994530942); break;
+    case 4: v = x < REAL(0) ? -x : x; break;
+    case 5: v = REAL(1) / (REAL(1) + dexp(-x)); break;
+    default: v = x; break;
+    }
+    return v * scale;
+}
+
+template <typename REAL> __device__ __forceinline__ REAL act_deriv(int kind, REAL scale, REAL x)
+{
+    REAL d;
+    switch (kind) {
+    case 1: {
+        REAL s = REAL(1) / (REAL(1) + dexp(-x));
+        d = s * (REAL(1) + x * (REAL(1) - s));
+        break;
+    }
+    case 2: {
+        REAL t = dtanh(x);
+        d = REAL(1) - t * t;
+        break;
+    }
+    case 3: d = REAL(1) / (REAL(1) + dexp(-x)); break;
+    case 4: d = x > REAL(0) ? REAL(1) : (x < REAL(0) ? REAL(-1) : REAL(0)); break;
+    case 5: {
+        REAL s = REAL(1) / (REAL(1) + dexp(-x));
+        d = s * (REAL(1) - s);
+        break;
+    }
+    default: d = REAL(1); break;
+    }
+    return d * scale;
+}
+
+} // namespace fnqcu

@@ -1,0 +1,48 @@
+/*
+ * layer_forward.cuh: the fused forward kernel of one interaction layer (layer_forward.cu).
+ */
+#pragma once
+
+#include "model_dev.cuh"
+
+namespace fnqcu {
+
+template <typename REAL> struct ForwardArgs {
+    Layer<REAL> L;    /* this layer */
+    Layer<REAL> next; /* the next layer (its linear_1 and sender scale), unless last */
+    Geometry geo;
+    int layer, last;
+    /* graph: edges sorted by receiver */
+    const int64_t *recv_start, *edge_send;
+    const int *species;
+    const double *edge_vec;
+    /* inputs */
+    const REAL *h1;       /* [n_all][L.in.dim] sender features (layers >= 1) */
+    const REAL *h1_table; /* [n_species][L.in.dim] sender features of layer 0 */
+    const REAL *hin;      /* [n_local][W] layer input (layers >= 1) */
+    const REAL *embed;    /* [n_species][L.in.dim] layer-0 input */
+    int W;                /* row stride of hin, hout, gpart_out */
+    int epi_len;          /* length of the epilogue scratch vectors */
+    /* outputs */
+    REAL *hout, *h1_next;
+    REAL *y_save, *rho_save;
+    /* last layer only */
+    int n_readout;
+    Linear<REAL> readout[4];
+    Irreps readout_irreps[5];
+    double *e_atom;
+    const REAL *grad_top; /* [n_species][L.out.dim] */
+    REAL *ga_out;
+    int ga_stride;
+    REAL *gpart_out;
+    int EC, TC;
+};
+
+template <typename REAL>
+size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int TC, int epi_len);
+
+template <typename REAL>
+cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, int n_blocks, size_t smem,
+                                 cudaStream_t stream);
+
+} // namespace fnqcu

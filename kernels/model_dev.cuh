@@ -1,0 +1,140 @@
+/*
+ * model_dev.cuh: the model as the CUDA kernels see it. model_upload.cu flattens the host
+ * description (core/src/model.h) into these plain structs and device arrays once per context;
+ * kernels take a layer's struct by value (it lives in the constant parameter bank, so every
+ * index lookup is a uniform load).
+ *
+ * Feature layout is the host's: irrep blocks, each "ir_mul" (value (m, u) at off + m*mul + u).
+ */
+#pragma once
+
+#include <stdint.h>
+
+namespace fnqcu {
+
+constexpr int kMaxBlocks = 32;
+constexpr int kMaxL = 6;
+constexpr int kMaxSh = (kMaxL + 1) * (kMaxL + 1);
+constexpr int kMaxMlp = 8;
+constexpr int kThreads = 256; /* every model kernel runs 256-thread blocks */
+
+struct Irreps {
+    int n;
+    int dim;
+    int mul[kMaxBlocks];
+    int l[kMaxBlocks];
+    int off[kMaxBlocks];
+};
+
+struct LinInstr {
+    int in_block, out_block;
+    int w_off;
+    double alpha;
+};
+
+template <typename REAL> struct Linear {
+    int n_instr;
+    int species_indexed;
+    int64_t n_w;           /* weights per set */
+    const LinInstr *instr; /* device */
+    const REAL *w;         /* device, per instruction [mul_in][mul_out] */
+    const REAL *wt;        /* device, per instruction [mul_out][mul_in] (transposed) */
+};
+
+struct Act {
+    int kind; /* enum fnq_act */
+    double scale;
+};
+
+/* One uvu path; its Clebsch-Gordan pairs are sorted by m3 (for the forward pass), and an index
+ * list orders them by m1 (for the gradient with respect to sender features). */
+struct Path {
+    int l1, l2, l3;
+    int mul;
+    int in_off, in_mul;    /* sender-feature block */
+    int mid_off, mid_mul;  /* message block, and the path's first channel in it */
+    int out_chan;
+    int w_off;             /* first radial weight */
+    int pair0, npair;      /* pairs[pair0 .. pair0+npair) */
+    int m3_start[2 * kMaxL + 2]; /* relative to pair0 */
+    int m1_start[2 * kMaxL + 2]; /* into by_m1[pair0 ..] */
+};
+
+template <typename REAL> struct Pair {
+    int m1, m3;
+    int t0, nt; /* terms */
+};
+
+template <typename REAL> struct Term {
+    int m2;
+    REAL c;
+};
+
+struct GateOut {
+    int src_off, src_mul, src_chan; /* conv block of the source, channel offset */
+    Act act;
+    int gate_off; /* offset of the first gate scalar in the conv vector, -1: none */
+    Act gate_act;
+};
+
+template <typename REAL> struct Layer {
+    Irreps in, mid, conv, out;
+    Linear<REAL> linear_1, linear_2, self_conn;
+    const REAL *sender_scale; /* [n_species] */
+
+    /* radial MLP: size[0] = basis ... size[n_mlp] = radial weights */
+    int n_mlp;
+    int size[kMaxMlp + 1];
+    const REAL *mlp_w[kMaxMlp];  /* [size[k]][size[k+1]] */
+    const REAL *mlp_wt[kMaxMlp]; /* transposed */
+    Act mlp_act;
+
+    int n_paths;
+    const Path *paths;
+    const Pair<REAL> *pairs;
+    const int *by_m1; /* pair indices (absolute) ordered by m1 within each path */
+    const Term<REAL> *terms;
+    int max_pairs; /* most pairs of one path */
+
+    int norm;      /* enum fnq_norm_kind */
+    double norm_eps;
+    const REAL *norm_w; /* per conv block at norm_off[b] */
+    int norm_off[kMaxBlocks];
+
+    GateOut gate[kMaxBlocks]; /* one per out block */
+    int resnet;
+};
+
+/* Geometry tables: spherical-harmonics recursion and radial basis (always double). */
+struct ShTerm {
+    int i, j, k;
+    double coef;
+};
+
+struct Geometry {
+    int lmax, nsh;
+    int l1[kMaxL + 1], l2[kMaxL + 1];
+    int first[kMaxL + 2];
+    const ShTerm *terms;
+    int n_basis;
+    double cutoff, poly_p;
+    const double *bessel_freq;
+};
+
+/* Everything per model, host-side holder of device pointers (model_upload.cu). */
+template <typename REAL> struct DeviceModel {
+    int n_layers, n_species;
+    Layer<REAL> *layers; /* host array of structs pointing to device memory */
+    Geometry geo;
+    const REAL *h1_table;   /* [n_species][in dim of layer 0]: layer-0 sender features */
+    const REAL *embed;      /* [n_species][in dim of layer 0] */
+    const REAL *grad_top;   /* [n_species][out dim of last layer]: dE/dh_L = readout^T(scale) */
+    int n_readout;
+    Linear<REAL> readout[4];
+    Irreps readout_irreps[5];
+    const double *energy_scale, *energy_shift; /* [n_species] device */
+    int max_in, max_mid, max_conv, max_out, max_width;
+    void *allocations; /* list freed with the model */
+};
+
+} // namespace fnqcu

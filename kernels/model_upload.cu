@@ -1,0 +1,287 @@
+/*
+ * model_upload.cu: flatten the host model (core/src/model.h) into the device structs of
+ * model_dev.cuh, in the kernels' precision, once per context. Also precomputes two per-species
+ * tables on the host in float64: the layer-0 sender features (they depend on the species only)
+ * and dE/dh of the last layer output (the readout is linear, so it depends on the species only).
+ */
+#include <algorithm>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "model_upload.cuh"
+
+namespace fnqcu {
+
+struct Allocations {
+    std::vector<void *> ptrs;
+};
+
+template <typename T>
+static enum fnq_status upload(Allocations *al, const T *host, size_t count, const T **out)
+{
+    void *d = nullptr;
+    size_t bytes = sizeof(T) * (count > 0 ? count : 1);
+    FNQ_CUDA_CHECK(cudaMalloc(&d, bytes));
+    al->ptrs.push_back(d);
+    if (count > 0)
+        FNQ_CUDA_CHECK(cudaMemcpy(d, host, sizeof(T) * count, cudaMemcpyHostToDevice));
+    *out = static_cast<const T *>(d);
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL>
+static enum fnq_status upload_real(Allocations *al, const double *host, size_t count,
+                                   const REAL **out)
+{
+    std::vector<REAL> tmp(count);
+    for (size_t k = 0; k < count; k++)
+        tmp[k] = (REAL)host[k];
+    return upload<REAL>(al, tmp.data(), count, out);
+}
+
+static Irreps convert_irreps(const struct fnq_irreps &h)
+{
+    Irreps d;
+    memset(&d, 0, sizeof(d));
+    d.n = h.n_blocks;
+    d.dim = (int)h.dim;
+    for (int b = 0; b < h.n_blocks; b++) {
+        d.mul[b] = h.block[b].mul;
+        d.l[b] = h.block[b].l;
+        d.off[b] = (int)h.block[b].offset;
+    }
+    return d;
+}
+
+template <typename REAL>
+static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &h,
+                                      const struct fnq_irreps &in, const struct fnq_irreps &out,
+                                      int n_species, Linear<REAL> *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->n_instr = h.n_instr;
+    d->species_indexed = h.species_indexed;
+    d->n_w = h.n_w;
+    std::vector<LinInstr> ins(h.n_instr > 0 ? h.n_instr : 1);
+    for (int k = 0; k < h.n_instr; k++)
+        ins[k] = {h.instr[k].in_block, h.instr[k].out_block, (int)h.instr[k].w_offset,
+                  h.instr[k].alpha};
+    FNQ_CHECK(upload<LinInstr>(al, ins.data(), (size_t)h.n_instr, &d->instr));
+    const int64_t sets = h.species_indexed ? n_species : 1;
+    const size_t total = (size_t)(h.n_w * sets);
+    FNQ_CHECK(upload_real<REAL>(al, h.w, total, &d->w));
+    /* transposed copy, instruction by instruction */
+    std::vector<double> wt(total);
+    for (int64_t s = 0; s < sets; s++)
+        for (int k = 0; k < h.n_instr; k++) {
+            const int mi = in.block[h.instr[k].in_block].mul, mo = out.block[h.instr[k].out_block].mul;
+            const double *w = h.w + s * h.n_w + h.instr[k].w_offset;
+            double *t = wt.data() + s * h.n_w + h.instr[k].w_offset;
+            for (int u = 0; u < mi; u++)
+                for (int v = 0; v < mo; v++)
+                    t[(int64_t)v * mi + u] = w[(int64_t)u * mo + v];
+        }
+    return upload_real<REAL>(al, wt.data(), total, &d->wt);
+}
+
+template <typename REAL>
+static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
+                                     const struct fnq_layer &h, Layer<REAL> *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->in = convert_irreps(h.in);
+    d->mid = convert_irreps(h.mid);
+    d->conv = convert_irreps(h.conv);
+    d->out = convert_irreps(h.out);
+    FNQ_CHECK(convert_linear<REAL>(al, h.linear_1, h.in, h.in, m->n_species, &d->linear_1));
+    FNQ_CHECK(convert_linear<REAL>(al, h.linear_2, h.mid, h.conv, m->n_species, &d->linear_2));
+    FNQ_CHECK(convert_linear<REAL>(al, h.self_conn, h.in, h.conv, m->n_species, &d->self_conn));
+    FNQ_CHECK(upload_real<REAL>(al, h.sender_scale, (size_t)m->n_species, &d->sender_scale));
+
+    d->n_mlp = h.radial.n_layers;
+    for (int k = 0; k <= h.radial.n_layers; k++)
+        d->size[k] = h.radial.size[k];
+    for (int k = 0; k < h.radial.n_layers; k++) {
+        const int a = h.radial.size[k], b = h.radial.size[k + 1];
+        FNQ_CHECK(upload_real<REAL>(al, h.radial.w[k], (size_t)a * b, &d->mlp_w[k]));
+        std::vector<double> t((size_t)a * b);
+        for (int i = 0; i < a; i++)
+            for (int j = 0; j < b; j++)
+                t[(size_t)j * a + i] = h.radial.w[k][(size_t)i * b + j];
+        FNQ_CHECK(upload_real<REAL>(al, t.data(), t.size(), &d->mlp_wt[k]));
+    }
+    d->mlp_act = {(int)h.radial.act.kind, h.radial.act.scale};
+
+    /* paths: pairs sorted by (m3, m1) for the forward pass, plus an index ordered by m1 */
+    std::vector<Path> paths(h.n_paths);
+    std::vector<Pair<REAL>> pairs;
+    std::vector<Term<REAL>> terms;
+    std::vector<int> by_m1;
+    d->max_pairs = 1;
+    for (int p = 0; p < h.n_paths; p++) {
+        const struct fnq_tp_path &hp = h.paths[p];
+        Path &P = paths[p];
+        memset(&P, 0, sizeof(P));
+        P.l1 = hp.l1, P.l2 = hp.l2, P.l3 = hp.l3, P.mul = hp.mul;
+        P.in_off = (int)h.in.block[hp.in_block].offset;
+        P.in_mul = h.in.block[hp.in_block].mul;
+        P.mid_off = (int)h.mid.block[hp.out_block].offset;
+        P.mid_mul = h.mid.block[hp.out_block].mul;
+        P.out_chan = hp.out_chan;
+        P.w_off = hp.w_offset;
+        P.pair0 = (int)pairs.size();
+        P.npair = hp.n_pairs;
+        d->max_pairs = std::max(d->max_pairs, hp.n_pairs);
+        std::vector<int> order(hp.n_pairs);
+        for (int q = 0; q < hp.n_pairs; q++)
+            order[q] = q;
+        std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+            return hp.pairs[x].m3 < hp.pairs[y].m3;
+        });
+        for (int q : order) {
+            const struct fnq_cg_pair &hq = hp.pairs[q];
+            Pair<REAL> pr{hq.m1, hq.m3, (int)terms.size(), hq.count};
+            for (int t = hq.first; t < hq.first + hq.count; t++)
+                terms.push_back({hp.terms[t].m2, (REAL)hp.terms[t].c});
+            pairs.push_back(pr);
+        }
+        const int d1 = 2 * hp.l1 + 1, d3 = 2 * hp.l3 + 1;
+        for (int m3 = 0, q = 0; m3 <= d3; m3++) {
+            while (q < hp.n_pairs && pairs[P.pair0 + q].m3 < m3)
+                q++;
+            P.m3_start[m3] = q;
+        }
+        std::vector<int> bm(hp.n_pairs);
+        for (int q = 0; q < hp.n_pairs; q++)
+            bm[q] = P.pair0 + q;
+        std::stable_sort(bm.begin(), bm.end(), [&](int x, int y) { return pairs[x].m1 < pairs[y].m1; });
+        for (int m1 = 0, q = 0; m1 <= d1; m1++) {
+            while (q < hp.n_pairs && pairs[bm[q]].m1 < m1)
+                q++;
+            P.m1_start[m1] = q;
+        }
+        by_m1.insert(by_m1.end(), bm.begin(), bm.end());
+    }
+    d->n_paths = h.n_paths;
+    FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths));
+    FNQ_CHECK(upload<Pair<REAL>>(al, pairs.data(), pairs.size(), &d->pairs));
+    FNQ_CHECK(upload<Term<REAL>>(al, terms.data(), terms.size(), &d->terms));
+    FNQ_CHECK(upload<int>(al, by_m1.data(), by_m1.size(), &d->by_m1));
+
+    d->norm = (int)h.norm;
+    d->norm_eps = h.norm_eps;
+    if (h.norm != FNQ_NORM_NONE) {
+        std::vector<double> nw;
+        for (int b = 0; b < h.conv.n_blocks; b++) {
+            d->norm_off[b] = (int)nw.size();
+            nw.insert(nw.end(), h.norm_weight[b], h.norm_weight[b] + h.conv.block[b].mul);
+        }
+        FNQ_CHECK(upload_real<REAL>(al, nw.data(), nw.size(), &d->norm_w));
+    }
+    for (int k = 0; k < h.out.n_blocks; k++) {
+        const struct fnq_gate_out &g = h.gate[k];
+        GateOut &o = d->gate[k];
+        o.src_off = (int)h.conv.block[g.src_block].offset;
+        o.src_mul = h.conv.block[g.src_block].mul;
+        o.src_chan = g.src_chan;
+        o.act = {(int)g.act.kind, g.act.scale};
+        o.gate_off = g.gate_block >= 0 ? (int)h.conv.block[g.gate_block].offset + g.gate_chan : -1;
+        o.gate_act = {(int)g.gate_act.kind, g.gate_act.scale};
+    }
+    d->resnet = h.resnet;
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL>
+enum fnq_status model_upload(const struct fnq_model *m, DeviceModel<REAL> *dm)
+{
+    memset(dm, 0, sizeof(*dm));
+    Allocations *al = new Allocations();
+    dm->allocations = al;
+    dm->n_layers = m->n_layers;
+    dm->n_species = m->n_species;
+    dm->layers = new Layer<REAL>[m->n_layers];
+    for (int i = 0; i < m->n_layers; i++) {
+        FNQ_CHECK(convert_layer<REAL>(al, m, m->layers[i], &dm->layers[i]));
+        const struct fnq_layer &L = m->layers[i];
+        dm->max_in = std::max(dm->max_in, (int)L.in.dim);
+        dm->max_mid = std::max(dm->max_mid, (int)L.mid.dim);
+        dm->max_conv = std::max(dm->max_conv, (int)L.conv.dim);
+        dm->max_out = std::max(dm->max_out, (int)L.out.dim);
+    }
+    dm->max_width = std::max(dm->max_in, dm->max_out);
+
+    /* geometry */
+    Geometry &g = dm->geo;
+    memset(&g, 0, sizeof(g));
+    g.lmax = m->sh.lmax;
+    g.nsh = (m->sh.lmax + 1) * (m->sh.lmax + 1);
+    for (int l = 0; l <= m->sh.lmax; l++) {
+        g.l1[l] = m->sh.l1[l];
+        g.l2[l] = m->sh.l2[l];
+    }
+    for (int l = 0; l <= m->sh.lmax + 1; l++)
+        g.first[l] = m->sh.first[l];
+    std::vector<ShTerm> st(m->sh.n_terms);
+    for (int k = 0; k < m->sh.n_terms; k++)
+        st[k] = {m->sh.terms[k].i, m->sh.terms[k].j, m->sh.terms[k].k, m->sh.terms[k].coef};
+    FNQ_CHECK(upload<ShTerm>(al, st.data(), st.size(), &g.terms));
+    g.n_basis = m->n_basis;
+    g.cutoff = m->cutoff;
+    g.poly_p = m->poly_p;
+    FNQ_CHECK(upload<double>(al, m->bessel_freq, (size_t)m->n_basis, &g.bessel_freq));
+
+    /* per-species tables, computed in float64 */
+    const struct fnq_layer &L0 = m->layers[0];
+    const struct fnq_layer &LL = m->layers[m->n_layers - 1];
+    const int T = m->n_species, d0 = (int)L0.in.dim, dL = (int)LL.out.dim;
+    std::vector<double> h1((size_t)T * d0, 0.0), top((size_t)T * dL, 0.0);
+    for (int t = 0; t < T; t++) {
+        const double *x = m->embed + (size_t)t * d0;
+        double *y = h1.data() + (size_t)t * d0;
+        fnq__linear_apply_f64(&L0.linear_1, &L0.in, &L0.in, t, x, y);
+        for (int k = 0; k < d0; k++)
+            y[k] *= L0.sender_scale[t];
+        /* dE/dh_L: back through the readout chain from dE/de = energy_scale[t] */
+        std::vector<double> cur(1, m->energy_scale[t]);
+        for (int r = m->n_readout - 1; r >= 0; r--) {
+            std::vector<double> nx(m->readout_irreps[r].dim, 0.0);
+            fnq__linear_apply_t_f64(&m->readout[r], &m->readout_irreps[r], &m->readout_irreps[r + 1],
+                                    t, cur.data(), nx.data());
+            cur.swap(nx);
+        }
+        std::copy(cur.begin(), cur.end(), top.begin() + (size_t)t * dL);
+    }
+    FNQ_CHECK(upload_real<REAL>(al, h1.data(), h1.size(), &dm->h1_table));
+    FNQ_CHECK(upload_real<REAL>(al, m->embed, (size_t)T * d0, &dm->embed));
+    FNQ_CHECK(upload_real<REAL>(al, top.data(), top.size(), &dm->grad_top));
+    dm->n_readout = m->n_readout;
+    for (int r = 0; r <= m->n_readout; r++)
+        dm->readout_irreps[r] = convert_irreps(m->readout_irreps[r]);
+    for (int r = 0; r < m->n_readout; r++)
+        FNQ_CHECK(convert_linear<REAL>(al, m->readout[r], m->readout_irreps[r],
+                                       m->readout_irreps[r + 1], T, &dm->readout[r]));
+    FNQ_CHECK(upload<double>(al, m->energy_scale, (size_t)T, &dm->energy_scale));
+    FNQ_CHECK(upload<double>(al, m->energy_shift, (size_t)T, &dm->energy_shift));
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL> void model_release(DeviceModel<REAL> *dm)
+{
+    Allocations *al = static_cast<Allocations *>(dm->allocations);
+    if (al) {
+        for (void *p : al->ptrs)
+            cudaFree(p);
+        delete al;
+    }
+    delete[] dm->layers;
+    memset(dm, 0, sizeof(*dm));
+}
+
+template enum fnq_status model_upload<float>(const struct fnq_model *, DeviceModel<float> *);
+template enum fnq_status model_upload<double>(const struct fnq_model *, DeviceModel<double> *);
+template void model_release<float>(DeviceModel<float> *);
+template void model_release<double>(DeviceModel<double> *);
+
+} // namespace fnqcu

@@ -1,0 +1,362 @@
+/*
+ * test_gpu.c: the CUDA backend against the CPU float64 reference (skipped without a GPU):
+ *   - nequix-mp-1 and nequix-omat-1 on rattled diamond Si (4096 atoms) and a multi-element
+ *     triclinic cell: float32 energy within 1e-6 relative, forces within 1e-4 eV/A, stress
+ *     within 1e-6 eV/A^3; float64 within 1e-10 relative;
+ *   - the published Nequix values on the GPU;
+ *   - bitwise identical energy and forces over 5 runs, and in a fresh context;
+ *   - kernel launches per evaluation <= 2 per layer + 6;
+ *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
+ *   - a system too large for the GPU fails with a message, and the context still works.
+ */
+#include "fnq_test.h"
+
+static int have_gpu(const struct fnq_model *m)
+{
+    struct fnq_ctx *c;
+    enum fnq_status st = fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c);
+    if (st != FNQ_STATUS_OK) {
+        printf("SKIP: no usable GPU: %s\n", fnq_last_error());
+        return 0;
+    }
+    fnq_ctx_free(c);
+    return 1;
+}
+
+struct result {
+    double e, v[6];
+    double *f, *ea;
+};
+
+static void eval(struct fnq_ctx *c, const struct test_structure *s, struct result *r)
+{
+    r->f = malloc(sizeof(double) * 3 * (size_t)s->n);
+    r->ea = malloc(sizeof(double) * (size_t)s->n);
+    CHECK_OK(fnq_ctx_compute_periodic(c, s->n, s->pos, s->species, s->has_cell ? s->cell : NULL,
+                                      s->pbc, &r->e, r->ea, r->f, r->v));
+}
+
+static void result_free(struct result *r)
+{
+    free(r->f);
+    free(r->ea);
+}
+
+static void diamond(struct test_structure *s, const struct fnq_model *m, int rep, double rattle)
+{
+    static const double b[8][3] = {{0, 0, 0},          {0, 0.5, 0.5},      {0.5, 0, 0.5},
+                                   {0.5, 0.5, 0},      {0.25, 0.25, 0.25}, {0.25, 0.75, 0.75},
+                                   {0.75, 0.25, 0.75}, {0.75, 0.75, 0.25}};
+    const double a = 5.43;
+    memset(s, 0, sizeof(*s));
+    s->n = 8LL * rep * rep * rep;
+    s->pos = malloc(sizeof(double) * 3 * (size_t)s->n);
+    s->species = malloc(sizeof(int32_t) * (size_t)s->n);
+    int64_t k = 0;
+    for (int x = 0; x < rep; x++)
+        for (int y = 0; y < rep; y++)
+            for (int z = 0; z < rep; z++)
+                for (int q = 0; q < 8; q++, k++) {
+                    const int c[3] = {x, y, z};
+                    for (int d = 0; d < 3; d++)
+                        s->pos[3 * k + d] = a * (c[d] + b[q][d]) + rattle * (test_rand() - 0.5);
+                    s->species[k] = test_species(m, "Si");
+                }
+    s->cell[0] = s->cell[4] = s->cell[8] = a * rep;
+    s->pbc[0] = s->pbc[1] = s->pbc[2] = 1;
+    s->has_cell = 1;
+}
+
+static void compare(const char *label, const struct test_structure *s, const struct result *ref,
+                    const struct result *got, double tol_e, double tol_f, double tol_s, int relf)
+{
+    double fm = 0.0, df = 0.0, da = 0.0, ds = 0.0;
+    for (int64_t i = 0; i < 3 * s->n; i++) {
+        fm = fmax(fm, fabs(ref->f[i]));
+        df = fmax(df, fabs(got->f[i] - ref->f[i]));
+    }
+    for (int64_t i = 0; i < s->n; i++)
+        da = fmax(da, fabs(got->ea[i] - ref->ea[i]));
+    const double vol = test_volume(s->cell);
+    for (int k = 0; k < 6; k++)
+        ds = fmax(ds, fabs(got->v[k] - ref->v[k]) / vol);
+    const double de = fabs(got->e - ref->e) / fabs(ref->e);
+    printf("%-44s |dE|/|E| %.2e  max|dF| %.2e eV/A (max|F| %.2f)  max|de_i| %.2e eV  "
+           "max|dstress| %.2e eV/A^3\n",
+           label, de, df, fm, da, ds);
+    CHECK(de <= tol_e, "%s: energy differs by %.3e relative (tolerance %.0e)", label, de, tol_e);
+    const double fl = relf ? tol_f * fm : tol_f;
+    CHECK(df <= fl, "%s: forces differ by %.3e (tolerance %.3e)", label, df, fl);
+    CHECK(ds <= (relf ? tol_s * 1.0 : tol_s), "%s: stress differs by %.3e (tolerance %.0e)", label,
+          ds, tol_s);
+}
+
+static void check_model(const char *name, const struct test_structure *si,
+                        const struct test_structure *tri)
+{
+    struct fnq_model *m = test_load_model(name);
+    struct fnq_ctx *cpu, *g32, *g64;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F64, &cpu));
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &g32));
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F64, &g64));
+    const struct test_structure *cases[2] = {si, tri};
+    const char *labels[2] = {"Si 4096 atoms", "triclinic multi-element"};
+    for (int c = 0; c < 2; c++) {
+        struct result ref, r32, r64;
+        eval(cpu, cases[c], &ref);
+        eval(g32, cases[c], &r32);
+        eval(g64, cases[c], &r64);
+        CHECK(fnq_ctx_last_num_edges(g32) == fnq_ctx_last_num_edges(cpu),
+              "%s %s: GPU neighbour list has %lld edges, CPU %lld", name, labels[c],
+              (long long)fnq_ctx_last_num_edges(g32), (long long)fnq_ctx_last_num_edges(cpu));
+        char label[128];
+        snprintf(label, sizeof(label), "%s %s float32", name, labels[c]);
+        compare(label, cases[c], &ref, &r32, 1e-6, 1e-4, 1e-6, 0);
+        snprintf(label, sizeof(label), "%s %s float64", name, labels[c]);
+        compare(label, cases[c], &ref, &r64, 1e-10, 1e-10, 1e-10, 1);
+        result_free(&ref), result_free(&r32), result_free(&r64);
+    }
+    fnq_ctx_free(cpu), fnq_ctx_free(g32), fnq_ctx_free(g64);
+    fnq_model_free(m);
+}
+
+/* published 2-atom Si values (reference/nequix_published_values.json), allclose 1e-5 */
+static void check_published(void)
+{
+    static const struct {
+        const char *model;
+        int perturbed;
+        double e, f0[3], s[6];
+    } ref[] = {
+        {"nequix-mp-1", 0, -10.834069, {0, 0, 0},
+         {-0.026995424181, -0.026995424181, -0.026995424181, 0, 0, 0}},
+        {"nequix-mp-1", 1, -10.753344, {-1.1041114, -0.45131257, 0.45131272},
+         {-0.025367301, -0.0278149154, -0.0278149098, -0.0241314191, -0.0106064761, 0.0106064798}},
+        {"nequix-oam-1", 0, -10.831113, {0, 0, 0},
+         {-0.018336197361, -0.018336204812, -0.018336208537, 0, 0, 0}},
+        {"nequix-oam-1", 1, -10.765028, {-0.930218, -0.36117458, 0.36117452},
+         {-0.0198730454, -0.0213395804, -0.0213395748, -0.020636579, -0.0084719257, 0.0084719257}},
+    };
+    const double cell[9] = {0, 2.715, 2.715, 2.715, 0, 2.715, 2.715, 2.715, 0};
+    const int32_t pbc[3] = {1, 1, 1};
+    for (size_t k = 0; k < sizeof(ref) / sizeof(ref[0]); k++) {
+        struct fnq_model *m = test_load_model(ref[k].model);
+        int32_t sp[2] = {test_species(m, "Si"), test_species(m, "Si")};
+        double pos[6] = {0, 0, 0, 1.3575, 1.3575, 1.3575};
+        if (ref[k].perturbed)
+            pos[0] += 0.1, pos[1] += 0.05, pos[2] -= 0.05;
+        for (int dt = 0; dt < 2; dt++) {
+            struct fnq_ctx *c;
+            CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &c));
+            double e, f[6], v[6];
+            CHECK_OK(fnq_ctx_compute_periodic(c, 2, pos, sp, cell, pbc, &e, NULL, f, v));
+            double worst = fabs(e - ref[k].e) - (1e-5 + 1e-5 * fabs(ref[k].e));
+            for (int q = 0; q < 3; q++)
+                worst = fmax(worst, fabs(f[q] - ref[k].f0[q]) - (1e-5 + 1e-5 * fabs(ref[k].f0[q])));
+            const double vol = test_volume(cell);
+            for (int q = 0; q < 6; q++)
+                worst = fmax(worst, fabs(-v[q] / vol - ref[k].s[q]) - (1e-5 + 1e-5 * fabs(ref[k].s[q])));
+            printf("published %-13s %-9s GPU %s: E = %.7f (published %.6f)\n", ref[k].model,
+                   ref[k].perturbed ? "perturbed" : "relaxed", dt ? "float64" : "float32", e,
+                   ref[k].e);
+            CHECK(worst <= 0.0, "published values %s %s %s: outside allclose(1e-5)", ref[k].model,
+                  ref[k].perturbed ? "perturbed" : "relaxed", dt ? "float64" : "float32");
+            fnq_ctx_free(c);
+        }
+        fnq_model_free(m);
+    }
+}
+
+static void check_determinism_and_launches(const struct test_structure *si)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    struct fnq_ctx *c, *c2;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c));
+    struct result first, again;
+    eval(c, si, &first);
+    int same = 1;
+    for (int rep = 0; rep < 5; rep++) {
+        eval(c, si, &again);
+        same &= again.e == first.e &&
+                memcmp(again.f, first.f, sizeof(double) * 3 * (size_t)si->n) == 0;
+        result_free(&again);
+    }
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c2));
+    eval(c2, si, &again);
+    same &= again.e == first.e && memcmp(again.f, first.f, sizeof(double) * 3 * (size_t)si->n) == 0;
+    result_free(&again);
+    printf("determinism: 5 repeated runs and a fresh context bitwise identical: %s\n",
+           same ? "yes" : "NO");
+    CHECK(same, "GPU results are not bitwise reproducible");
+    int32_t nl = 0, model = fnq_ctx_last_kernel_launches(c, &nl);
+    const int L = fnq_model_num_layers(m);
+    printf("kernel launches per evaluation: model %d (limit %d = 2 x %d layers + 6), neighbour "
+           "list %d\n",
+           model, 2 * L + 6, L, nl);
+    CHECK(model > 0 && model <= 2 * L + 6, "model launches %d exceed 2L+6", model);
+    result_free(&first);
+    fnq_ctx_free(c), fnq_ctx_free(c2);
+    fnq_model_free(m);
+}
+
+struct owner_map {
+    int64_t n_local, n_all;
+    const int64_t *owner;
+};
+
+static int fwd(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+    struct owner_map *o = user;
+    size_t sz = (size_t)width * (dtype == FNQ_DTYPE_F32 ? 4 : 8);
+    for (int64_t g = o->n_local; g < o->n_all; g++)
+        memcpy((char *)rows + g * sz, (char *)rows + o->owner[g] * sz, sz);
+    return 0;
+}
+
+static int rev(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+    struct owner_map *o = user;
+    for (int64_t g = o->n_local; g < o->n_all; g++)
+        for (int32_t k = 0; k < width; k++) {
+            if (dtype == FNQ_DTYPE_F32)
+                ((float *)rows)[o->owner[g] * width + k] += ((float *)rows)[g * width + k];
+            else
+                ((double *)rows)[o->owner[g] * width + k] += ((double *)rows)[g * width + k];
+        }
+    return 0;
+}
+
+/* owned atoms + explicit ghost images of a small cell through fnq_ctx_compute_graph */
+static void check_ghost_path(void)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    const int32_t pbc[3] = {1, 1, 1};
+    const int32_t kinds[3] = {test_species(m, "Ga"), test_species(m, "As"), test_species(m, "N")};
+    const double cell[9] = {7.1, 0.0, 0.0, 1.1, 6.9, 0.0, -0.4, 0.7, 7.4};
+    struct test_structure s;
+    test_random_structure(&s, 16, cell, pbc, kinds, 3, 2.0);
+    const double reach = fnq_model_cutoff(m) + 1.0;
+    int64_t cap = s.n * 125, na = s.n;
+    double *pos = malloc(sizeof(double) * 3 * (size_t)cap);
+    int32_t *sp = malloc(sizeof(int32_t) * (size_t)cap);
+    int64_t *owner = malloc(sizeof(int64_t) * (size_t)cap);
+    memcpy(pos, s.pos, sizeof(double) * 3 * (size_t)s.n);
+    memcpy(sp, s.species, sizeof(int32_t) * (size_t)s.n);
+    for (int64_t i = 0; i < s.n; i++)
+        owner[i] = i;
+    for (int a = -2; a <= 2; a++)
+        for (int b = -2; b <= 2; b++)
+            for (int c = -2; c <= 2; c++) {
+                if (!a && !b && !c)
+                    continue;
+                for (int64_t j = 0; j < s.n; j++) {
+                    double x[3];
+                    int keep = 0;
+                    for (int k = 0; k < 3; k++)
+                        x[k] = s.pos[3 * j + k] + a * cell[k] + b * cell[3 + k] + c * cell[6 + k];
+                    for (int64_t i = 0; i < s.n && !keep; i++) {
+                        double d2 = 0;
+                        for (int k = 0; k < 3; k++)
+                            d2 += (x[k] - s.pos[3 * i + k]) * (x[k] - s.pos[3 * i + k]);
+                        keep = d2 < reach * reach;
+                    }
+                    if (keep) {
+                        memcpy(pos + 3 * na, x, sizeof(x));
+                        sp[na] = s.species[j];
+                        owner[na++] = j;
+                    }
+                }
+            }
+    int64_t *recv = malloc(sizeof(int64_t) * (size_t)(s.n * na)), *send = malloc(sizeof(int64_t) * (size_t)(s.n * na)), ne = 0;
+    for (int64_t i = 0; i < s.n; i++)
+        for (int64_t a = 0; a < na; a++) {
+            double d2 = 0;
+            for (int k = 0; k < 3; k++)
+                d2 += (pos[3 * a + k] - pos[3 * i + k]) * (pos[3 * a + k] - pos[3 * i + k]);
+            if (a != i && d2 < reach * reach)
+                recv[ne] = i, send[ne++] = a;
+        }
+    struct fnq_ctx *cpu;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F64, &cpu));
+    double e0, v0[6], *f0 = malloc(sizeof(double) * 3 * (size_t)na);
+    CHECK_OK(fnq_ctx_compute_graph(cpu, s.n, na, pos, sp, ne, recv, send, NULL, owner + s.n, &e0,
+                                   NULL, f0, v0, NULL));
+    for (int dt = 0; dt < 2; dt++)
+        for (int mode = 0; mode < 2; mode++) {
+            struct fnq_ctx *g;
+            CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &g));
+            struct owner_map om = {s.n, na, owner};
+            struct fnq_comm comm = {&om, fwd, rev};
+            if (mode)
+                CHECK_OK(fnq_ctx_set_comm(g, &comm));
+            double e1, v1[6], *f1 = malloc(sizeof(double) * 3 * (size_t)na);
+            CHECK_OK(fnq_ctx_compute_graph(g, s.n, na, pos, sp, ne, recv, send, NULL,
+                                           mode ? NULL : owner + s.n, &e1, NULL, f1, v1, NULL));
+            double df = 0.0, fm = 0.0;
+            for (int64_t i = 0; i < 3 * na; i++) {
+                df = fmax(df, fabs(f1[i] - f0[i]));
+                fm = fmax(fm, fabs(f0[i]));
+            }
+            const double de = fabs(e1 - e0) / fabs(e0);
+            printf("ghost path (%lld owned, %lld ghosts) GPU %s, %s: |dE|/|E| %.2e, max|dF| %.2e\n",
+                   (long long)s.n, (long long)(na - s.n), dt ? "float64" : "float32",
+                   mode ? "comm callbacks" : "owner map", de, df);
+            CHECK(de <= (dt ? 1e-10 : 1e-6), "ghost path: energy differs by %.3e", de);
+            CHECK(df <= (dt ? 1e-10 * fm : 1e-4), "ghost path: forces differ by %.3e", df);
+            free(f1);
+            fnq_ctx_free(g);
+        }
+    free(f0), free(pos), free(sp), free(owner), free(recv), free(send);
+    test_structure_free(&s);
+    fnq_ctx_free(cpu);
+    fnq_model_free(m);
+}
+
+static void check_out_of_memory(void)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    struct fnq_ctx *c;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c));
+    struct test_structure big, small;
+    diamond(&big, m, 70, 0.0); /* 2.7 million atoms: more than any GPU of today holds */
+    double e;
+    enum fnq_status st = fnq_ctx_compute_periodic(c, big.n, big.pos, big.species, big.cell,
+                                                  big.pbc, &e, NULL, NULL, NULL);
+    printf("%lld atoms on the GPU: %s: %s\n", (long long)big.n, fnq_status_string(st),
+           fnq_last_error());
+    CHECK(st == FNQ_STATUS_OUT_OF_MEMORY && strstr(fnq_last_error(), "GPU out of memory"),
+          "an oversized system did not fail with a clear out-of-memory message");
+    diamond(&small, m, 2, 0.1);
+    st = fnq_ctx_compute_periodic(c, small.n, small.pos, small.species, small.cell, small.pbc, &e,
+                                  NULL, NULL, NULL);
+    CHECK(st == FNQ_STATUS_OK, "the context did not recover after out-of-memory: %s",
+          fnq_last_error());
+    test_structure_free(&big), test_structure_free(&small);
+    fnq_ctx_free(c);
+    fnq_model_free(m);
+}
+
+int main(void)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    if (!have_gpu(m))
+        return 77;
+    struct test_structure si, tri;
+    diamond(&si, m, 8, 0.1);
+    const int32_t pbc[3] = {1, 1, 1};
+    const int32_t kinds[7] = {test_species(m, "Li"), test_species(m, "O"), test_species(m, "Fe"),
+                              test_species(m, "P"), test_species(m, "Si"), test_species(m, "Mg"),
+                              test_species(m, "Al")};
+    const double cell[9] = {13.0, 0.0, 0.0, 2.4, 12.1, 0.0, -1.9, 1.7, 12.6};
+    test_random_structure(&tri, 180, cell, pbc, kinds, 7, 1.9);
+    fnq_model_free(m);
+
+    check_model("nequix-mp-1", &si, &tri);
+    check_model("nequix-omat-1", &si, &tri);
+    check_published();
+    check_determinism_and_launches(&si);
+    check_ghost_path();
+    check_out_of_memory();
+    test_structure_free(&si), test_structure_free(&tri);
+    return test_finish("gpu");
+}
