@@ -82,9 +82,8 @@ template <typename REAL> struct State {
     int device = 0;
     cudaStream_t stream = nullptr;
     DeviceModel<REAL> dm;
-    int EC = 32, TC = 64, epi_len = 1;
-    std::vector<size_t> smem_fwd, smem_bwd, smem_ghost;
-    size_t smem_epi = 0;
+    int EC_fwd = 32, EC_bwd = 32, epi_len = 1;
+    size_t smem_fwd = 0, smem_bwd = 0;
     int epoch = 0;
 
     /* graph */
@@ -93,7 +92,7 @@ template <typename REAL> struct State {
     DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
     /* activations */
     std::vector<DevBuf<REAL>> h1, y, rho;
-    DevBuf<REAL> h[2], ga[2], gp[2], dh1;
+    DevBuf<REAL> h[2], ga[2], gp[2], dh1, msg, dxpart;
     DevBuf<double> e_atom, forces, atom_virial, atom_energy, totals;
     /* neighbour list scratch */
     DevBuf<double> wrap, min_d2;
@@ -127,7 +126,8 @@ template <typename REAL> static void state_free(State<REAL> *s)
     for (auto &b : s->rho) release(b);
     for (int k = 0; k < 2; k++)
         release(s->h[k]), release(s->ga[k]), release(s->gp[k]);
-    release(s->dh1), release(s->e_atom), release(s->forces), release(s->atom_virial);
+    release(s->dh1), release(s->msg), release(s->dxpart);
+    release(s->e_atom), release(s->forces), release(s->atom_virial);
     release(s->atom_energy), release(s->totals);
     release(s->wrap), release(s->min_d2), release(s->bin_start), release(s->bin_atoms);
     release(s->atom_bin), release(s->counts), release(s->keys), release(s->ids);
@@ -146,28 +146,43 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
     s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
     for (int r = 0; r <= dm.n_readout; r++)
         s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
-    /* the widest chunk that keeps two blocks per multiprocessor where possible */
-    for (int ec = (sizeof(REAL) == 4 ? 32 : 16); ec >= 4; ec /= 2) {
-        s->EC = ec;
-        s->smem_fwd.assign(dm.n_layers, 0);
-        s->smem_bwd.assign(dm.n_layers, 0);
-        s->smem_ghost.assign(dm.n_layers, 0);
-        size_t worst = 0;
-        for (int l = 0; l < dm.n_layers; l++) {
-            s->smem_fwd[l] = forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC, s->epi_len);
-            s->smem_bwd[l] = backward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC, s->epi_len);
-            s->smem_ghost[l] = ghost_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->TC);
-            worst = std::max({worst, s->smem_fwd[l], s->smem_bwd[l], s->smem_ghost[l]});
-        }
-        if (worst <= (size_t)smem_limit / 2 || (ec == 4 && worst <= (size_t)smem_limit))
+    /* the largest super-chunks (multiples of 16 edges) that leave room for two blocks per
+     * multiprocessor, or at least fit */
+    auto fwd_bytes = [&](int ec) {
+        size_t w = 0;
+        for (int l = 0; l < dm.n_layers; l++)
+            w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->epi_len));
+        return w;
+    };
+    auto bwd_bytes = [&](int ec) {
+        size_t w = 0;
+        for (int l = 0; l < dm.n_layers; l++)
+            w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l], dm.layers[l > 0 ? l - 1 : 0],
+                                                      dm.geo.lmax, ec, s->epi_len));
+        return w;
+    };
+    const size_t two = (size_t)smem_limit / 2 - 1024;
+    s->EC_fwd = 16;
+    for (int ec = 64; ec >= 16; ec -= 16)
+        if (fwd_bytes(ec) <= two) {
+            s->EC_fwd = ec;
             break;
-        if (ec == 4)
-            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                             "the model needs %zu bytes of shared memory per block, more than the "
-                             "%d this GPU offers",
-                             worst, smem_limit);
-    }
-    s->smem_epi = epilogue_smem_bytes<REAL>(s->epi_len);
+        }
+    s->EC_bwd = 16;
+    for (int ec = 64; ec >= 16; ec -= 16)
+        if (bwd_bytes(ec) <= two) {
+            s->EC_bwd = ec;
+            break;
+        }
+    s->smem_fwd = fwd_bytes(s->EC_fwd);
+    s->smem_bwd = bwd_bytes(s->EC_bwd);
+    if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "the model needs %zu bytes of shared memory per block, more than the %d "
+                         "this GPU offers",
+                         std::max(s->smem_fwd, s->smem_bwd), smem_limit);
+    FNQ_CUDA_CHECK(forward_configure<REAL>(s->smem_fwd));
+    FNQ_CUDA_CHECK(backward_configure<REAL>(s->smem_bwd));
     return FNQ_STATUS_OK;
 }
 
@@ -238,6 +253,11 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
         FNQ_CHECK(ensure(s->ga[k], (size_t)nl * dm.max_mid, "message gradients", ep));
         FNQ_CHECK(ensure(s->gp[k], (size_t)nl * dm.max_width, "feature gradients", ep));
     }
+    int dx_dim = 1;
+    for (int l = 0; l < dm.n_layers; l++)
+        dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
+    FNQ_CHECK(ensure(s->msg, (size_t)nl * dm.max_mid, "messages", ep));
+    FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
     if (na > nl)
         FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
     FNQ_CHECK(ensure(s->e_atom, nl, "atomic energies", ep));
@@ -376,8 +396,12 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             a.next = dm.layers[l + 1];
         a.geo = dm.geo;
         a.layer = l;
+        a.n_local = (int)nl;
         a.recv_start = s->recv_start.p;
         a.edge_send = s->edge_send.p;
+        a.edge_recv = s->edge_recv.p;
+        a.A = s->msg.p;
+        a.a_stride = dm.max_mid;
         a.species = s->species.p;
         a.edge_vec = s->edge_vec.p;
         a.h1 = s->h1[l].p;
@@ -400,9 +424,8 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.ga_out = s->ga[gc].p;
         a.ga_stride = dm.max_mid;
         a.gpart_out = s->gp[gc].p;
-        a.EC = s->EC;
-        a.TC = s->TC;
-        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, (int)nl, s->smem_fwd[l], s->stream));
+        a.EC = s->EC_fwd;
+        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
         if (!a.last && ghosts)
             FNQ_CHECK(exchange<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.dim, true));
@@ -424,7 +447,10 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.geo = dm.geo;
         b.layer = l;
         b.n_local = (int)nl;
+        b.n_all = (int)na;
         b.fused_epilogue = !ghosts;
+        b.dxpart = s->dxpart.p;
+        b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.recv_start = s->recv_start.p;
         b.edge_send = s->edge_send.p;
         b.species = s->species.p;
@@ -445,18 +471,17 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.gpart_out = s->gp[gc ^ 1].p;
         b.W = dm.max_width;
         b.epi_len = s->epi_len;
-        b.EC = s->EC;
-        b.TC = s->TC;
+        b.EC = s->EC_bwd;
         if (s->debug_layers)
             debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid,
                              dm.layers[l].mid.dim);
-        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, (int)nl, s->smem_bwd[l], s->stream));
+        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
         s->launches_model++;
         if (l > 0 && ghosts) {
-            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, (int)nl, (int)na, s->smem_ghost[l], s->stream));
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
             FNQ_CHECK(exchange<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
-            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, (int)nl, s->smem_epi, s->stream));
+            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
         }
         gc ^= 1;

@@ -1,426 +1,422 @@
 /*
- * layer_backward.cu: one fused kernel per interaction layer, backward. One block per receiving
- * atom i, given dE/dA of every owned atom (from the forward epilogue or the layer above):
- *   per edge chunk: geometry with its gradient, the MLP hidden layers (pre-activations kept);
- *   per TP path and tile of radial weights:
- *     dR[e][c]    = dE/d(radial weight)          (one thread per edge and channel)
- *     dK[e][pair] = dE/d(CG contraction of Y)    (one thread per edge and pair)
- *     dh1_i      += reverse-edge gradient: the edge (j <- i) has the same radial weights and
- *                   Y_l(-r) = (-1)^l Y_l(r), so atom i gathers its own sender gradient from its
- *                   own edges, no scatter (one thread per channel and m1)
- *     dH         += dR . W_tile^T (the MLP's last layer, backward)
- *   then the MLP hidden layers backward, and dE/dr_e = chain rule through Y and the basis,
- *   added to the edge's gradient (owned by this block);
- *   epilogue: dE/d(layer input) = linear_1^T(dh1 s) + self-connection part, then the node
- *   backward of the layer below (gate, norm, linear_2^T) gives that layer's dE/dA.
- * With ghost atoms the epilogue waits for the ghosts' sender gradients (ghost_sender_kernel)
- * and the reverse exchange, and runs as backward_epilogue_kernel.
+ * layer_backward.cu: one fused kernel per interaction layer, backward. One block owns NB
+ * consecutive receiving atoms (dE/dA of every owned atom is known: from the forward epilogue or
+ * the layer above) and walks their edges in super-chunks of EC:
+ *   - geometry, Y, radial basis; the MLP hidden layers (pre-activations kept);
+ *   - per round of column tasks: the round's radial weights (block_gemm), the tensor-product
+ *     backward by columns (tp_column.cuh): dE/d(radial weight) into shared memory, dE/dY per
+ *     edge, and the receiver's own sender-feature gradient through the reverse edge (the edge
+ *     j <- i has the same radial weights and Y_l(-r) = (-1)^l Y_l(r)); then
+ *     dE/d(hidden) += dR . W_round^T (block_gemm);
+ *   - the MLP hidden layers backward (block_gemm on the transposed weights), then
+ *     dE/dr_e through Y(r/|r|) and the basis(|r|), added to the edge's gradient;
+ *   - epilogue for the NB atoms: dE/dh1 (summed over the paths of each input block), then
+ *     dE/d(layer input) = linear_1^T(dh1 s) + self-connection part, then the node backward of
+ *     the layer below (gate, norm, linear_2^T) gives that layer's dE/dA.
+ * The same kernel in GHOST mode walks the edges each ghost atom sends (LAMMPS' ghosts have no
+ * edge lists of their own) and only produces their dE/dh1; the epilogue then waits for the
+ * reverse exchange and runs as backward_epilogue_kernel.
  */
-#include "edge_chunk.cuh"
+#include "block_gemm.cuh"
+#include "edge_ops.cuh"
 #include "layer_backward.cuh"
 #include "node_ops.cuh"
+#include "tp_column.cuh"
 
 namespace fnqcu {
 
-template <typename REAL> struct BwdSmem {
-    REAL *sG, *sDx, *sY, *sAct, *sPre, *sW, *sK, *sR, *sDR, *sDK, *sDH, *sDY, *sM0, *sM1;
-    int *sSrc;
-    double *sGeo, *red;
-    REAL *sTmp, *sGin, *sYv, *sYn, *sGyn;
+template <typename REAL> struct BwdLayout {
+    int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
+    size_t off_y, off_act[kMaxMlp], off_pre[kMaxMlp], off_r, off_dr, off_dh, off_dyw, off_m0,
+        off_m1, off_geo, off_src, off_recv, edge_bytes;
+    size_t off_dx, off_tmp, off_gin, off_yv, off_yn, off_gyn, off_rho, off_red, epi_bytes;
 
-    __host__ __device__ void carve(SmemCarver &sc, const Layer<REAL> &L, const ChunkLayout<REAL> &cl,
-                                   int epi_len)
+    __host__ __device__ void init(const Layer<REAL> &L, const Layer<REAL> &Pv, int lmax, int ec,
+                                  int epi_len)
     {
-        const int EC = cl.EC, TC = cl.TC;
-        sG = sc.take<REAL>(L.mid.dim);
-        sDx = sc.take<REAL>(L.in.dim);
-        sY = sc.take<REAL>((size_t)EC * cl.nsh);
-        sAct = sc.take<REAL>((size_t)EC * cl.act_total);
-        sPre = sc.take<REAL>((size_t)EC * (cl.pre_total > 0 ? cl.pre_total : 1));
-        sW = sc.take<REAL>((size_t)cl.a_last * (TC + 1));
-        sK = sc.take<REAL>((size_t)EC * L.max_pairs);
-        sR = sc.take<REAL>((size_t)EC * (TC + 1));
-        sDR = sc.take<REAL>((size_t)EC * (TC + 1));
-        sDK = sc.take<REAL>((size_t)EC * L.max_pairs);
-        sDH = sc.take<REAL>((size_t)EC * cl.a_last);
-        sDY = sc.take<REAL>((size_t)EC * cl.nsh);
-        sM0 = sc.take<REAL>((size_t)EC * cl.max_hidden);
-        sM1 = sc.take<REAL>((size_t)EC * cl.max_hidden);
-        sSrc = sc.take<int>(EC);
-        sGeo = sc.take<double>((size_t)EC * 4);
-        red = sc.take<double>(kThreads);
-        sTmp = sc.take<REAL>(epi_len);
-        sGin = sc.take<REAL>(epi_len);
-        sYv = sc.take<REAL>(epi_len);
-        sYn = sc.take<REAL>(epi_len);
-        sGyn = sc.take<REAL>(epi_len);
+        EC = ec;
+        nsh = (lmax + 1) * (lmax + 1);
+        ldm = 8;
+        for (int k = 0; k < L.n_mlp; k++) {
+            ld[k] = L.pad[k] + 8;
+            if (ld[k] > ldm)
+                ldm = ld[k];
+        }
+        ldr = kRoundSpan + 8;
+        size_t o = 0;
+        auto take = [&](size_t bytes) {
+            size_t at = (o + 31) & ~size_t(31);
+            o = at + bytes;
+            return at;
+        };
+        off_y = take(sizeof(REAL) * EC * nsh);
+        for (int k = 0; k < L.n_mlp; k++)
+            off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+        for (int k = 1; k < L.n_mlp; k++)
+            off_pre[k] = take(sizeof(REAL) * EC * ld[k]);
+        off_r = take(sizeof(REAL) * EC * ldr);
+        off_dr = take(sizeof(REAL) * EC * ldr);
+        off_dh = take(sizeof(REAL) * EC * ld[L.n_mlp - 1]);
+        off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
+        off_m0 = take(sizeof(REAL) * EC * ldm);
+        off_m1 = take(sizeof(REAL) * EC * ldm);
+        off_geo = take(sizeof(double) * EC * 4);
+        off_src = take(sizeof(int) * EC);
+        off_recv = take(sizeof(int) * EC);
+        edge_bytes = o;
+        o = 0;
+        off_dx = take(sizeof(REAL) * kNB * L.in.dim);
+        off_tmp = take(sizeof(REAL) * kNB * epi_len);
+        off_gin = take(sizeof(REAL) * kNB * epi_len);
+        off_yv = take(sizeof(REAL) * kNB * epi_len);
+        off_yn = take(sizeof(REAL) * kNB * epi_len);
+        off_gyn = take(sizeof(REAL) * kNB * epi_len);
+        off_rho = take(sizeof(REAL) * kNB);
+        off_red = take(sizeof(double) * kNB * kThreads);
+        epi_bytes = o;
+        (void)Pv;
     }
+    __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
 };
 
+/* dE/dh1 of atoms [r0, r0+nb) in input-irreps layout, summed over the paths of each input block
+ * in path order, from the per-path scratch rows (atoms without edges get zeros). */
 template <typename REAL>
-__device__ __forceinline__ const REAL *sender_row(const BackwardArgs<REAL> &a, int j)
+__device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const REAL *dxpart,
+                              int dx_stride, int r0, int nb, REAL *dh1, int64_t sd)
 {
-    const int din = a.L.in.dim;
-    return a.layer == 0 ? a.h1_table + (int64_t)a.species[j] * din : a.h1 + (int64_t)j * din;
-}
-
-/* dx[in_off + m1*in_mul + c0 + c] += flip * sum_e R[e][c] sum_{pairs of m1} K[e][pair]
- * G_partner[m3][c0 + c], over edges whose partner is an owned atom */
-template <typename REAL>
-__device__ void tile_sender_grad(const BackwardArgs<REAL> &a, const Path &P, int c0, int tc, int n,
-                                 const int *sSrc, const REAL *sK, const REAL *sR, int TC, REAL flip,
-                                 REAL *dx)
-{
-    const Layer<REAL> &L = a.L;
-    const int d1 = 2 * P.l1 + 1;
-    for (int idx = threadIdx.x; idx < tc * d1; idx += blockDim.x) {
-        const int c = idx % tc, m1 = idx / tc;
-        const int qa = P.m1_start[m1], qb = P.m1_start[m1 + 1];
-        REAL acc = 0;
-        for (int e = 0; e < n; e++) {
-            const int j = sSrc[e];
-            if (j >= a.n_local)
-                continue;
-            const REAL *gj = a.ga + (int64_t)j * a.ga_stride + P.mid_off + P.out_chan + c0 + c;
+    for (int o = threadIdx.x; o < L.in.dim; o += blockDim.x) {
+        const int b = block_of(L.in, o), mi = L.in.mul[b];
+        const int rel = o - L.in.off[b], m1 = rel / mi, u = rel % mi;
+        for (int q = 0; q < nb; q++) {
             REAL s = 0;
-            for (int q = qa; q < qb; q++) {
-                const int pabs = L.by_m1[P.pair0 + q];
-                s += sK[e * L.max_pairs + (pabs - P.pair0)] * gj[L.pairs[pabs].m3 * P.mid_mul];
-            }
-            acc += sR[e * (TC + 1) + c] * s;
+            if (start[r0 + q] != start[r0 + q + 1])
+                for (int p = 0; p < L.n_paths; p++) {
+                    const Path P = L.paths[p];
+                    if (P.in_off == L.in.off[b])
+                        s += dxpart[(int64_t)(r0 + q) * dx_stride + P.dx_off + m1 * P.mul + u];
+                }
+            dh1[q * sd + o] = s;
         }
-        dx[P.in_off + m1 * P.in_mul + c0 + c] += flip * acc;
     }
 }
 
-/* Node backward ending the atom: see the file comment. dh1 may be shared or global memory. */
+/* The node backward ending the atoms [r0, r0+nb): see the file comment. */
 template <typename REAL>
-__device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdSmem<REAL> &s, int i,
-                                  int t, const REAL *dh1)
+__device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<REAL> &lay,
+                                  unsigned char *smem, int r0, int nb, const REAL *dh1,
+                                  int64_t sd)
 {
     const Layer<REAL> &L = a.L;
     const Layer<REAL> &P = a.prev;
-    const REAL sc = L.sender_scale[t];
-    for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x) {
-        s.sTmp[k] = dh1[k] * sc;
-        s.sGin[k] = a.gpart_in[(int64_t)i * a.W + k];
+    REAL *sTmp = (REAL *)(smem + lay.off_tmp), *sGin = (REAL *)(smem + lay.off_gin);
+    REAL *sYv = (REAL *)(smem + lay.off_yv), *sYn = (REAL *)(smem + lay.off_yn);
+    REAL *sGyn = (REAL *)(smem + lay.off_gyn), *rho = (REAL *)(smem + lay.off_rho);
+    double *red = (double *)(smem + lay.off_red);
+    const int din = L.in.dim, pconv = P.conv.dim;
+    int t[kNB];
+#pragma unroll
+    for (int q = 0; q < kNB; q++)
+        t[q] = q < nb ? a.species[r0 + q] : 0;
+    for (int q = 0; q < nb; q++) {
+        const REAL s = L.sender_scale[t[q]];
+        for (int k = threadIdx.x; k < din; k += blockDim.x) {
+            sTmp[q * din + k] = dh1[q * sd + k] * s;
+            sGin[q * din + k] = a.gpart_in[(int64_t)(r0 + q) * a.W + k];
+        }
+        for (int k = threadIdx.x; k < pconv; k += blockDim.x)
+            sYv[q * pconv + k] = a.y_prev[(int64_t)(r0 + q) * pconv + k];
     }
-    for (int k = threadIdx.x; k < P.conv.dim; k += blockDim.x)
-        s.sYv[k] = a.y_prev[(int64_t)i * P.conv.dim + k];
+    if (threadIdx.x < nb)
+        rho[threadIdx.x] = a.rho_prev[r0 + threadIdx.x];
     __syncthreads();
-    linear_bwd<REAL>(L.linear_1, L.in, L.in, t, s.sTmp, s.sGin, true);
-    const REAL rho = a.rho_prev[i];
+    linear_bwd<REAL, kNB>(L.linear_1, L.in, L.in, t, nb, sTmp, din, sGin, din, true);
     if (P.norm == 1)
-        norm_apply<REAL>(P, s.sYv, rho, s.sYn);
+        norm_apply<REAL, kNB>(P, nb, sYv, pconv, rho, sYn, pconv);
     else
-        for (int k = threadIdx.x; k < P.conv.dim; k += blockDim.x)
-            s.sYn[k] = s.sYv[k];
+        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
+            sYn[k] = sYv[k];
     __syncthreads();
-    gate_bwd<REAL>(P, s.sYn, s.sGin, s.sGyn);
-    REAL *gy = s.sYn;
+    gate_bwd<REAL, kNB>(P, nb, sYn, pconv, sGin, din, sGyn, pconv);
+    REAL *gy = sYn;
     if (P.norm == 1)
-        norm_bwd<REAL>(P, s.sYv, rho, s.sGyn, gy, s.red);
+        norm_bwd<REAL, kNB>(P, nb, sYv, pconv, rho, sGyn, pconv, gy, pconv, red);
     else
-        for (int k = threadIdx.x; k < P.conv.dim; k += blockDim.x)
-            gy[k] = s.sGyn[k];
+        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
+            gy[k] = sGyn[k];
     __syncthreads();
-    linear_bwd<REAL>(P.linear_2, P.mid, P.conv, t, gy, a.ga_out + (int64_t)i * a.ga_stride, false);
+    linear_bwd<REAL, kNB>(P.linear_2, P.mid, P.conv, t, nb, gy, pconv,
+                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false);
     if (a.layer - 1 > 0) {
-        REAL *gp = a.gpart_out + (int64_t)i * a.W;
+        REAL *gp = a.gpart_out + (int64_t)r0 * a.W;
         if (P.self_conn.n_instr > 0)
-            linear_bwd<REAL>(P.self_conn, P.in, P.conv, t, gy, gp, false);
+            linear_bwd<REAL, kNB>(P.self_conn, P.in, P.conv, t, nb, gy, pconv, gp, a.W, false);
         else
-            for (int k = threadIdx.x; k < P.in.dim; k += blockDim.x)
-                gp[k] = 0;
+            for (int q = 0; q < nb; q++)
+                for (int k = threadIdx.x; k < P.in.dim; k += blockDim.x)
+                    gp[(int64_t)q * a.W + k] = 0;
         if (P.resnet) {
             __syncthreads();
-            for (int k = threadIdx.x; k < P.in.dim; k += blockDim.x)
-                gp[k] += s.sGin[k];
+            for (int q = 0; q < nb; q++)
+                for (int k = threadIdx.x; k < din; k += blockDim.x)
+                    gp[(int64_t)q * a.W + k] += sGin[q * din + k];
         }
     }
 }
 
-template <typename REAL>
+template <typename REAL, bool GHOST>
 __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<REAL> a)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
-    const int i = blockIdx.x;
-    const int t = a.species[i];
-    ChunkLayout<REAL> cl;
-    cl.init(L, a.geo.lmax, a.EC, a.TC);
-    SmemCarver carver{smem_raw, 0};
-    BwdSmem<REAL> s;
-    s.carve(carver, L, cl, a.epi_len);
-    const int TC = cl.TC, nb = L.size[0], K = L.n_mlp;
+    BwdLayout<REAL> lay;
+    lay.init(L, a.prev, a.geo.lmax, a.EC, a.epi_len);
+    /* GHOST: the block's "atoms" are ghosts [first + NB*b, ...), walked through the by-sender
+     * index; otherwise owned receivers with their contiguous edges */
+    const int r0 = (GHOST ? a.n_local : 0) + blockIdx.x * kNB;
+    const int nb = min(kNB, (GHOST ? a.n_all : a.n_local) - r0);
+    const int64_t *start = GHOST ? a.send_start : a.recv_start;
+    const int64_t eb = start[r0], ee = start[r0 + nb];
+    const int K = L.n_mlp;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const bool need_dx = a.layer > 0;
 
-    for (int k = threadIdx.x; k < L.mid.dim; k += blockDim.x)
-        s.sG[k] = a.ga[(int64_t)i * a.ga_stride + k];
-    for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x)
-        s.sDx[k] = 0;
+    REAL *sY = (REAL *)(smem + lay.off_y), *sR = (REAL *)(smem + lay.off_r);
+    REAL *sDR = (REAL *)(smem + lay.off_dr), *sDH = (REAL *)(smem + lay.off_dh);
+    REAL *sDYw = (REAL *)(smem + lay.off_dyw);
+    double *sGeo = (double *)(smem + lay.off_geo);
+    int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
-    const int64_t eb = a.recv_start[i], ee = a.recv_start[i + 1];
-    const REAL *actLast = s.sAct + cl.act_off(L, K - 1);
-    for (int64_t e0 = eb; e0 < ee; e0 += cl.EC) {
-        const int n = (int)min((int64_t)cl.EC, ee - e0);
-        __syncthreads();
-        chunk_geometry<REAL>(a.geo, a.edge_vec, a.edge_send, nullptr, e0, n, cl.nsh, nb, s.sY,
-                             s.sAct, s.sSrc, s.sGeo);
-        __syncthreads();
-        chunk_mlp_hidden<REAL>(L, cl, n, s.sAct, s.sPre);
-        for (int k = threadIdx.x; k < n * cl.a_last; k += blockDim.x)
-            s.sDH[k] = 0;
-        for (int k = threadIdx.x; k < n * cl.nsh; k += blockDim.x)
-            s.sDY[k] = 0;
+    ColumnArgs<REAL> ca;
+    ca.recv_start = start;
+    ca.sSrc = sSrc;
+    ca.sRecv = sRecv;
+    ca.sY = sY;
+    ca.nsh = lay.nsh;
+    ca.sR = sR;
+    ca.ldr = lay.ldr;
+    ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
+    ca.species = a.species;
+    ca.by_species = a.layer == 0;
+    ca.din = L.in.dim;
 
-        for (int p = 0; p < L.n_paths; p++) {
-            const Path P = L.paths[p];
-            const REAL flip = (P.l2 & 1) ? REAL(-1) : REAL(1);
-            __syncthreads();
-            for (int k = threadIdx.x; k < n * P.npair; k += blockDim.x)
-                s.sDK[(k / P.npair) * L.max_pairs + k % P.npair] = 0;
-            for (int c0 = 0; c0 < P.mul; c0 += TC) {
-                const int tc = min(TC, P.mul - c0);
-                load_path_tile<REAL>(L, cl, P, c0, tc, n, s.sY, s.sW, s.sK, true);
-                __syncthreads();
-                tile_radial_weights<REAL>(cl, actLast, n, tc, s.sW, s.sR);
-                __syncthreads();
-                const REAL *gb = s.sG + P.mid_off + P.out_chan + c0;
-                /* dR[e][c] */
-                for (int idx = threadIdx.x; idx < n * tc; idx += blockDim.x) {
-                    const int e = idx / tc, c = idx % tc;
-                    const REAL *x = sender_row(a, s.sSrc[e]) + P.in_off + c0 + c;
-                    REAL v = 0;
-                    for (int pp = 0; pp < P.npair; pp++) {
-                        const Pair<REAL> pr = L.pairs[P.pair0 + pp];
-                        v += s.sK[e * L.max_pairs + pp] * gb[pr.m3 * P.mid_mul + c] *
-                             x[pr.m1 * P.in_mul];
-                    }
-                    s.sDR[e * (TC + 1) + c] = v;
-                }
-                /* dK[e][pair] (partial over this tile's channels) */
-                for (int idx = threadIdx.x; idx < n * P.npair; idx += blockDim.x) {
-                    const int e = idx / P.npair, pp = idx % P.npair;
-                    const Pair<REAL> pr = L.pairs[P.pair0 + pp];
-                    const REAL *x = sender_row(a, s.sSrc[e]) + P.in_off + pr.m1 * P.in_mul + c0;
-                    const REAL *g = gb + pr.m3 * P.mid_mul;
-                    const REAL *r = s.sR + e * (TC + 1);
-                    REAL v = 0;
-                    for (int c = 0; c < tc; c++)
-                        v += r[c] * g[c] * x[c];
-                    s.sDK[e * L.max_pairs + pp] += v;
-                }
-                if (need_dx)
-                    tile_sender_grad<REAL>(a, P, c0, tc, n, s.sSrc, s.sK, s.sR, TC, flip, s.sDx);
-                __syncthreads();
-                /* dH[e][q] += sum_c dR[e][c] W[q][c] */
-                for (int idx = threadIdx.x; idx < n * cl.a_last; idx += blockDim.x) {
-                    const int e = idx / cl.a_last, q = idx % cl.a_last;
-                    const REAL *dr = s.sDR + e * (TC + 1);
-                    const REAL *w = s.sW + q * (TC + 1);
-                    REAL v = 0;
-                    for (int c = 0; c < tc; c++)
-                        v += dr[c] * w[c];
-                    s.sDH[idx] += v;
-                }
-                __syncthreads();
+    for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
+        const int n = (int)min((int64_t)lay.EC, ee - e0);
+        const int np = (n + 15) / 16 * 16;
+        __syncthreads();
+        REAL *sB = (REAL *)(smem + lay.off_act[0]);
+        for (int k = threadIdx.x; k < np; k += blockDim.x) {
+            double y[kMaxSh], basis[128];
+            if (k < n) {
+                const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
+                const double r0v = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
+                             r2 = a.edge_vec[3 * e + 2];
+                const double d = sqrt(r0v * r0v + r1 * r1 + r2 * r2);
+                const double nv[3] = {r0v / d, r1 / d, r2 / d};
+                sh_eval(a.geo, nv, y, nullptr);
+                radial_basis(a.geo, d, basis, nullptr);
+                sGeo[4 * k + 0] = nv[0];
+                sGeo[4 * k + 1] = nv[1];
+                sGeo[4 * k + 2] = nv[2];
+                sGeo[4 * k + 3] = d;
+                sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
+                sRecv[k] = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             }
-            /* dY[e] from dK through the Clebsch-Gordan terms of this path */
-            for (int e = threadIdx.x; e < n; e += blockDim.x) {
-                REAL *dy = s.sDY + e * cl.nsh + P.l2 * P.l2;
-                for (int pp = 0; pp < P.npair; pp++) {
-                    const Pair<REAL> pr = L.pairs[P.pair0 + pp];
-                    const REAL dk = s.sDK[e * L.max_pairs + pp];
-                    for (int q = pr.t0; q < pr.t0 + pr.nt; q++)
-                        dy[L.terms[q].m2] += L.terms[q].c * dk;
-                }
-            }
+            for (int q = 0; q < lay.nsh; q++)
+                sY[k * lay.nsh + q] = k < n ? REAL(y[q]) : REAL(0);
+            for (int q = 0; q < lay.ld[0]; q++)
+                sB[k * lay.ld[0] + q] = (k < n && q < L.size[0]) ? REAL(basis[q]) : REAL(0);
         }
         __syncthreads();
-
-        /* MLP hidden layers backward: d act[K-1] (sDH) -> d basis */
-        const REAL *cur = s.sDH;
-        REAL *bufs[2] = {s.sM0, s.sM1};
+        for (int k = 0; k + 1 < K; k++) {
+            REAL *in = (REAL *)(smem + lay.off_act[k]);
+            REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]), *out = (REAL *)(smem + lay.off_act[k + 1]);
+            block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
+                             pre, lay.ld[k + 1], false);
+            __syncthreads();
+            const int w = L.size[k + 1];
+            for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
+                const int q = idx % lay.ld[k + 1];
+                out[idx] = q < w ? act_apply<REAL>(L.mlp_act.kind, REAL(L.mlp_act.scale), pre[idx])
+                                 : REAL(0);
+            }
+            __syncthreads();
+        }
+        const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
+        for (int k = threadIdx.x; k < np * lay.ld[K - 1]; k += blockDim.x)
+            sDH[k] = 0;
+        for (int k = threadIdx.x; k < n * kWarps * lay.nsh; k += blockDim.x)
+            sDYw[k] = 0;
+        ca.n = n;
+        ca.e_base = e0;
+        for (int rd = 0; rd < L.n_rounds; rd++) {
+            const int2 round = L.rounds[rd];
+            __syncthreads();
+            for (int k = threadIdx.x; k < np * lay.ldr; k += blockDim.x)
+                sDR[k] = 0;
+            block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
+                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false);
+            __syncthreads();
+            const int task = round.x + warp;
+            if (task < L.n_tasks) {
+                const int4 tk = L.tasks[task];
+                const Path P = L.paths[tk.x];
+                column_backward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
+                                               lane < tk.z, a.ga, a.ga_stride, a.n_local,
+                                               need_dx || GHOST, GHOST, sDR, lay.ldr,
+                                               sDYw + warp * lay.nsh, kWarps * lay.nsh, a.dxpart,
+                                               a.dx_stride);
+            }
+            __syncthreads();
+            if (!GHOST)
+                block_gemm<REAL>(np, L.pad[K - 1], kRoundSpan, sDR, lay.ldr,
+                                 L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
+                                 L.pad[K - 1], sDH, lay.ld[K - 1], true);
+        }
+        __syncthreads();
+        if constexpr (!GHOST) {
+        /* dE/dY per edge: the warps' rows summed in warp order (into sY, no longer needed) */
+        for (int idx = threadIdx.x; idx < n * lay.nsh; idx += blockDim.x) {
+            const int k = idx / lay.nsh, q = idx % lay.nsh;
+            REAL s = 0;
+            for (int w = 0; w < kWarps; w++)
+                s += sDYw[(k * kWarps + w) * lay.nsh + q];
+            sY[idx] = s;
+        }
+        /* MLP hidden layers backward: d act[K-1] -> d basis */
+        REAL *cur = sDH;
+        int ldc = lay.ld[K - 1];
+        REAL *bufs[2] = {(REAL *)(smem + lay.off_m0), (REAL *)(smem + lay.off_m1)};
         int which = 0;
         for (int k = K - 2; k >= 0; k--) {
-            const int a0 = L.size[k], b = L.size[k + 1];
-            const REAL *pre = s.sPre + cl.pre_off(L, k);
-            REAL *dz = bufs[which];
-            for (int idx = threadIdx.x; idx < n * b; idx += blockDim.x)
-                dz[idx] = cur[idx] * act_deriv<REAL>(L.mlp_act.kind, REAL(L.mlp_act.scale), pre[idx]);
+            const REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]);
+            const int w = L.size[k + 1];
             __syncthreads();
-            REAL *nx = bufs[which ^ 1];
-            const REAL *Wt = L.mlp_wt[k];
-            for (int idx = threadIdx.x; idx < n * a0; idx += blockDim.x) {
-                const int e = idx / a0, q = idx % a0;
-                REAL v = 0;
-                for (int j = 0; j < b; j++)
-                    v += dz[e * b + j] * Wt[j * a0 + q];
-                nx[idx] = v;
+            for (int idx = threadIdx.x; idx < np * ldc; idx += blockDim.x) {
+                const int q = idx % ldc;
+                cur[idx] = q < w ? cur[idx] * act_deriv<REAL>(L.mlp_act.kind,
+                                                              REAL(L.mlp_act.scale), pre[idx])
+                                 : REAL(0);
             }
             __syncthreads();
+            REAL *nx = bufs[which];
+            block_gemm<REAL>(np, L.pad[k], L.pad[k + 1], cur, ldc, L.mlp_wtp[k], L.pad[k], nx,
+                             lay.ldm, false);
             cur = nx;
+            ldc = lay.ldm;
             which ^= 1;
         }
-
+        __syncthreads();
         /* dE/dr_e through Y(r/|r|) and the basis(|r|) */
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
-            const double nv[3] = {s.sGeo[4 * k], s.sGeo[4 * k + 1], s.sGeo[4 * k + 2]};
-            const double d = s.sGeo[4 * k + 3];
+            const double nv[3] = {sGeo[4 * k], sGeo[4 * k + 1], sGeo[4 * k + 2]};
+            const double d = sGeo[4 * k + 3];
             double y[kMaxSh], dyn[kMaxSh * 3], basis[128], dbasis[128];
             sh_eval(a.geo, nv, y, dyn);
             radial_basis(a.geo, d, basis, dbasis);
             double dd = 0.0, dn[3] = {0.0, 0.0, 0.0};
-            for (int q = 0; q < nb; q++)
-                dd += (double)cur[k * nb + q] * dbasis[q];
-            for (int q = 0; q < cl.nsh; q++) {
-                const double gy = (double)s.sDY[k * cl.nsh + q];
+            for (int q = 0; q < L.size[0]; q++)
+                dd += (double)cur[k * ldc + q] * dbasis[q];
+            for (int q = 0; q < lay.nsh; q++) {
+                const double gy = (double)sY[k * lay.nsh + q];
                 dn[0] += gy * dyn[3 * q];
                 dn[1] += gy * dyn[3 * q + 1];
                 dn[2] += gy * dyn[3 * q + 2];
             }
             const double proj = dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
-            double *ge = a.edge_grad + 3 * (int64_t)(e0 + k);
+            double *ge = a.edge_grad + 3 * (e0 + k);
             for (int c = 0; c < 3; c++)
                 ge[c] += (dn[c] - proj * nv[c]) / d + dd * nv[c];
         }
+        } /* !GHOST */
     }
     __syncthreads();
-    if (!need_dx)
+    if (!need_dx && !GHOST)
         return;
-    if (!a.fused_epilogue) {
-        for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x)
-            a.dh1[(int64_t)i * L.in.dim + k] = s.sDx[k];
+    /* dE/dh1 of the block's atoms; with ghosts the epilogue runs after the reverse exchange */
+    REAL *sDx = (REAL *)(smem + lay.off_dx);
+    if (GHOST || !a.fused_epilogue) {
+        reduce_dxpart<REAL>(L, start, a.dxpart, a.dx_stride, r0, nb,
+                            a.dh1 + (int64_t)r0 * L.in.dim, L.in.dim);
         return;
     }
-    backward_epilogue<REAL>(a, s, i, t, s.sDx);
-}
-
-/* dE/dh1 of one ghost atom, gathered over the edges it sends (receivers are owned). */
-template <typename REAL>
-__global__ void __launch_bounds__(kThreads) ghost_sender_kernel(BackwardArgs<REAL> a, int first)
-{
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const Layer<REAL> &L = a.L;
-    const int j = first + blockIdx.x;
-    ChunkLayout<REAL> cl;
-    cl.init(L, a.geo.lmax, a.EC, a.TC);
-    SmemCarver carver{smem_raw, 0};
-    BwdSmem<REAL> s;
-    s.carve(carver, L, cl, 1);
-    const int TC = cl.TC;
-    for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x)
-        s.sDx[k] = 0;
-    const int64_t qb = a.send_start[j], qe = a.send_start[j + 1];
-    const REAL *actLast = s.sAct + cl.act_off(L, L.n_mlp - 1);
-    for (int64_t q0 = qb; q0 < qe; q0 += cl.EC) {
-        const int n = (int)min((int64_t)cl.EC, qe - q0);
-        __syncthreads();
-        chunk_geometry<REAL>(a.geo, a.edge_vec, a.edge_recv, a.send_edges + q0, 0, n, cl.nsh,
-                             L.size[0], s.sY, s.sAct, s.sSrc, nullptr);
-        __syncthreads();
-        chunk_mlp_hidden<REAL>(L, cl, n, s.sAct, nullptr);
-        for (int p = 0; p < L.n_paths; p++) {
-            const Path P = L.paths[p];
-            for (int c0 = 0; c0 < P.mul; c0 += TC) {
-                const int tc = min(TC, P.mul - c0);
-                __syncthreads();
-                load_path_tile<REAL>(L, cl, P, c0, tc, n, s.sY, s.sW, s.sK, true);
-                __syncthreads();
-                tile_radial_weights<REAL>(cl, actLast, n, tc, s.sW, s.sR);
-                __syncthreads();
-                tile_sender_grad<REAL>(a, P, c0, tc, n, s.sSrc, s.sK, s.sR, TC, REAL(1), s.sDx);
-            }
-        }
-    }
+    reduce_dxpart<REAL>(L, start, a.dxpart, a.dx_stride, r0, nb, sDx, L.in.dim);
     __syncthreads();
-    for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x)
-        a.dh1[(int64_t)j * L.in.dim + k] = s.sDx[k];
+    backward_epilogue<REAL>(a, lay, smem, r0, nb, sDx, L.in.dim);
 }
 
 template <typename REAL>
 __global__ void __launch_bounds__(kThreads) backward_epilogue_kernel(BackwardArgs<REAL> a)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int i = blockIdx.x;
-    SmemCarver carver{smem_raw, 0};
-    BwdSmem<REAL> s;
-    s.red = carver.take<double>(kThreads);
-    s.sTmp = carver.take<REAL>(a.epi_len);
-    s.sGin = carver.take<REAL>(a.epi_len);
-    s.sYv = carver.take<REAL>(a.epi_len);
-    s.sYn = carver.take<REAL>(a.epi_len);
-    s.sGyn = carver.take<REAL>(a.epi_len);
-    backward_epilogue<REAL>(a, s, i, a.species[i], a.dh1 + (int64_t)i * a.L.in.dim);
+    extern __shared__ __align__(32) unsigned char smem[];
+    BwdLayout<REAL> lay;
+    lay.init(a.L, a.prev, a.geo.lmax, a.EC, a.epi_len);
+    const int r0 = blockIdx.x * kNB;
+    const int nb = min(kNB, a.n_local - r0);
+    backward_epilogue<REAL>(a, lay, smem, r0, nb, a.dh1 + (int64_t)r0 * a.L.in.dim, a.L.in.dim);
 }
 
 template <typename REAL>
-size_t backward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int TC, int epi_len)
+size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lmax, int EC,
+                           int epi_len)
 {
-    ChunkLayout<REAL> cl;
-    cl.init(L, lmax, EC, TC);
-    SmemCarver carver{nullptr, 0};
-    BwdSmem<REAL> s;
-    s.carve(carver, L, cl, epi_len);
-    return carver.used + 16;
+    BwdLayout<REAL> lay;
+    lay.init(L, prev, lmax, EC, epi_len);
+    return lay.bytes();
 }
 
-template <typename REAL> size_t ghost_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int TC)
+template <typename REAL> cudaError_t backward_configure(size_t smem)
 {
-    return backward_smem_bytes<REAL>(L, lmax, EC, TC, 1);
-}
-
-template <typename REAL> size_t epilogue_smem_bytes(int epi_len)
-{
-    return kThreads * sizeof(double) + 5 * ((size_t)epi_len * sizeof(REAL) + 16) + 32;
+    cudaError_t e = cudaFuncSetAttribute(layer_backward_kernel<REAL, false>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(layer_backward_kernel<REAL, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(backward_epilogue_kernel<REAL>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    return e;
 }
 
 template <typename REAL>
-cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, int n_blocks, size_t smem,
-                                  cudaStream_t stream)
+cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    cudaError_t err = cudaFuncSetAttribute(layer_backward_kernel<REAL>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (err != cudaSuccess || n_blocks == 0)
-        return err;
-    layer_backward_kernel<REAL><<<n_blocks, kThreads, smem, stream>>>(a);
+    const int blocks = (a.n_local + kNB - 1) / kNB;
+    if (blocks == 0)
+        return cudaSuccess;
+    layer_backward_kernel<REAL, false><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
 template <typename REAL>
-cudaError_t ghost_sender_launch(const BackwardArgs<REAL> &a, int n_local, int n_all, size_t smem,
-                                cudaStream_t stream)
+cudaError_t ghost_sender_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    cudaError_t err = cudaFuncSetAttribute(ghost_sender_kernel<REAL>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (err != cudaSuccess || n_all <= n_local)
-        return err;
-    ghost_sender_kernel<REAL><<<n_all - n_local, kThreads, smem, stream>>>(a, n_local);
+    const int blocks = (a.n_all - a.n_local + kNB - 1) / kNB;
+    if (blocks <= 0)
+        return cudaSuccess;
+    layer_backward_kernel<REAL, true><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
 template <typename REAL>
-cudaError_t backward_epilogue_launch(const BackwardArgs<REAL> &a, int n_blocks, size_t smem,
-                                     cudaStream_t stream)
+cudaError_t backward_epilogue_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    cudaError_t err = cudaFuncSetAttribute(backward_epilogue_kernel<REAL>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (err != cudaSuccess || n_blocks == 0)
-        return err;
-    backward_epilogue_kernel<REAL><<<n_blocks, kThreads, smem, stream>>>(a);
+    const int blocks = (a.n_local + kNB - 1) / kNB;
+    if (blocks == 0)
+        return cudaSuccess;
+    backward_epilogue_kernel<REAL><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
-    template size_t backward_smem_bytes<REAL>(const Layer<REAL> &, int, int, int, int);         \
-    template size_t ghost_smem_bytes<REAL>(const Layer<REAL> &, int, int, int);                 \
-    template size_t epilogue_smem_bytes<REAL>(int);                                             \
-    template cudaError_t layer_backward_launch<REAL>(const BackwardArgs<REAL> &, int, size_t,    \
+    template size_t backward_smem_bytes<REAL>(const Layer<REAL> &, const Layer<REAL> &, int, int, \
+                                              int);                                             \
+    template cudaError_t backward_configure<REAL>(size_t);                                      \
+    template cudaError_t layer_backward_launch<REAL>(const BackwardArgs<REAL> &, size_t,        \
                                                      cudaStream_t);                             \
-    template cudaError_t ghost_sender_launch<REAL>(const BackwardArgs<REAL> &, int, int, size_t, \
+    template cudaError_t ghost_sender_launch<REAL>(const BackwardArgs<REAL> &, size_t,          \
                                                    cudaStream_t);                               \
-    template cudaError_t backward_epilogue_launch<REAL>(const BackwardArgs<REAL> &, int, size_t, \
+    template cudaError_t backward_epilogue_launch<REAL>(const BackwardArgs<REAL> &, size_t,     \
                                                         cudaStream_t);
 FNQ_INSTANTIATE(float)
 FNQ_INSTANTIATE(double)

@@ -1,217 +1,302 @@
 /*
- * layer_forward.cu: one fused kernel per interaction layer, forward. One block per receiving
- * atom i:
- *   edges (chunks of EC): geometry, Y, radial basis, MLP hidden layers (shared memory);
- *   per TP path, per tile of <= TC channels: the tile of radial weights, then the uvu tensor
- *   product with the senders' features, summed over the chunk into the message vector A_i
- *   (shared memory; each (channel, m3) element has one owning thread, edges summed in order);
- *   node epilogue: y = linear_2(A_i) + self_connection(h_i); RMS norm; gate; resnet; then either
- *   the next layer's sender features h1 = linear_1'(h') * s, or, after the last layer, the
- *   atomic energy and the top of the backward pass (dE/dA of this layer).
- * Nothing per edge leaves shared memory.
+ * layer_forward.cu: one fused kernel per interaction layer, forward. One block owns NB
+ * consecutive receiving atoms and walks their edges (sorted by receiver) in super-chunks of EC:
+ *   - geometry, spherical harmonics and radial basis of each edge (double, then REAL);
+ *   - the radial MLP's hidden layers for the super-chunk (block_gemm: tensor cores for float);
+ *   - per round of column tasks: the round's tile of radial weights (block_gemm), then the
+ *     tensor product by columns (tp_column.cuh): each lane sums its channel's messages per
+ *     receiver and writes them to the receiver's row of A;
+ *   - node epilogue for the NB atoms together (each weight read once per block):
+ *     y = linear_2(A) + self_connection(h); RMS norm; gate; resnet; then the next layer's sender
+ *     features h1 = linear_1'(h') s, or, after the last layer, the atomic energies and the top of
+ *     the backward pass (dE/dA of this layer and the self-connection part of dE/dh).
+ * Nothing per edge leaves the block except through A (per atom).
  */
+#include "block_gemm.cuh"
+#include "edge_ops.cuh"
 #include "layer_forward.cuh"
-#include "edge_chunk.cuh"
 #include "node_ops.cuh"
+#include "tp_column.cuh"
 
 namespace fnqcu {
 
-template <typename REAL> __global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REAL> a)
+/* Shared-memory layout, computed the same way on host and device. */
+template <typename REAL> struct FwdLayout {
+    int EC, nsh, ld[kMaxMlp + 1], ldr;
+    size_t off_y, off_act[kMaxMlp], off_r, off_src, off_recv, edge_bytes;
+    size_t off_x, off_yv, off_yn, off_h, off_t1, off_t2, off_rho, off_red, epi_bytes;
+
+    __host__ __device__ void init(const Layer<REAL> &L, int lmax, int ec, int epi_len)
+    {
+        EC = ec;
+        nsh = (lmax + 1) * (lmax + 1);
+        for (int k = 0; k < L.n_mlp; k++)
+            ld[k] = L.pad[k] + 8; /* multiple of 8, not of 32: fewer bank conflicts */
+        ldr = kRoundSpan + 8;
+        size_t o = 0;
+        auto take = [&](size_t bytes) {
+            size_t at = (o + 31) & ~size_t(31);
+            o = at + bytes;
+            return at;
+        };
+        off_y = take(sizeof(REAL) * EC * nsh);
+        for (int k = 0; k < L.n_mlp; k++)
+            off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+        off_r = take(sizeof(REAL) * EC * ldr);
+        off_src = take(sizeof(int) * EC);
+        off_recv = take(sizeof(int) * EC);
+        edge_bytes = o;
+        /* the epilogue reuses the same memory */
+        o = 0;
+        off_x = take(sizeof(REAL) * kNB * L.in.dim);
+        off_yv = take(sizeof(REAL) * kNB * L.conv.dim);
+        off_yn = take(sizeof(REAL) * kNB * L.conv.dim);
+        off_h = take(sizeof(REAL) * kNB * L.out.dim);
+        off_t1 = take(sizeof(REAL) * kNB * epi_len);
+        off_t2 = take(sizeof(REAL) * kNB * epi_len);
+        off_rho = take(sizeof(REAL) * kNB);
+        off_red = take(sizeof(double) * kNB * kThreads);
+        epi_bytes = o;
+    }
+    __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
+};
+
+template <typename REAL>
+__global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REAL> a)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
-    const int i = blockIdx.x;
-    const int t = a.species[i];
-    ChunkLayout<REAL> cl;
-    cl.init(L, a.geo.lmax, a.EC, a.TC);
+    FwdLayout<REAL> lay;
+    lay.init(L, a.geo.lmax, a.EC, a.epi_len);
+    const int r0 = blockIdx.x * kNB;
+    const int nb = min(kNB, a.n_local - r0);
+    const int64_t eb = a.recv_start[r0], ee = a.recv_start[r0 + nb];
+    const int K = L.n_mlp;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
-    SmemCarver sc{smem_raw, 0};
-    REAL *sA = sc.take<REAL>(L.mid.dim);
-    REAL *sY = sc.take<REAL>((size_t)cl.EC * cl.nsh);
-    REAL *sAct = sc.take<REAL>((size_t)cl.EC * cl.act_total);
-    REAL *sW = sc.take<REAL>((size_t)cl.a_last * (cl.TC + 1));
-    REAL *sK = sc.take<REAL>((size_t)cl.EC * L.max_pairs);
-    REAL *sR = sc.take<REAL>((size_t)cl.EC * (cl.TC + 1));
-    int *sSrc = sc.take<int>(cl.EC);
-    double *red = sc.take<double>(kThreads);
-    /* epilogue */
-    REAL *sX = sc.take<REAL>(L.in.dim);
-    REAL *sYv = sc.take<REAL>(L.conv.dim);
-    REAL *sYn = sc.take<REAL>(L.conv.dim);
-    REAL *sH = sc.take<REAL>(L.out.dim);
-    REAL *sG1 = sc.take<REAL>(a.epi_len);
-    REAL *sG2 = sc.take<REAL>(a.epi_len);
+    REAL *sY = (REAL *)(smem + lay.off_y);
+    REAL *sR = (REAL *)(smem + lay.off_r);
+    int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
-    for (int k = threadIdx.x; k < L.mid.dim; k += blockDim.x)
-        sA[k] = 0;
+    ColumnArgs<REAL> ca;
+    ca.recv_start = a.recv_start;
+    ca.sSrc = sSrc;
+    ca.sRecv = sRecv;
+    ca.sY = sY;
+    ca.nsh = lay.nsh;
+    ca.sR = sR;
+    ca.ldr = lay.ldr;
+    ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
+    ca.species = a.species;
+    ca.by_species = a.layer == 0;
+    ca.din = L.in.dim;
 
-    const int64_t eb = a.recv_start[i], ee = a.recv_start[i + 1];
-    const REAL *actLast = sAct + cl.act_off(L, L.n_mlp - 1);
-    const int din = L.in.dim;
-    for (int64_t e0 = eb; e0 < ee; e0 += cl.EC) {
-        const int n = (int)min((int64_t)cl.EC, ee - e0);
+    for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
+        const int n = (int)min((int64_t)lay.EC, ee - e0);
+        const int np = (n + 15) / 16 * 16;
         __syncthreads();
-        chunk_geometry<REAL>(a.geo, a.edge_vec, a.edge_send, nullptr, e0, n, cl.nsh, L.size[0], sY, sAct,
-                             sSrc, nullptr);
-        __syncthreads();
-        chunk_mlp_hidden<REAL>(L, cl, n, sAct, nullptr);
-        for (int p = 0; p < L.n_paths; p++) {
-            const Path P = L.paths[p];
-            const int d3 = 2 * P.l3 + 1;
-            for (int c0 = 0; c0 < P.mul; c0 += cl.TC) {
-                const int tc = min(cl.TC, P.mul - c0);
-                load_path_tile<REAL>(L, cl, P, c0, tc, n, sY, sW, sK, true);
-                __syncthreads();
-                tile_radial_weights<REAL>(cl, actLast, n, tc, sW, sR);
-                __syncthreads();
-                /* items (channel c, m3): consecutive threads take consecutive channels */
-                for (int idx = threadIdx.x; idx < tc * d3; idx += blockDim.x) {
-                    const int c = idx % tc, m3 = idx / tc;
-                    const int pa = P.m3_start[m3], pb = P.m3_start[m3 + 1];
-                    REAL acc = 0;
-                    for (int e = 0; e < n; e++) {
-                        const int j = sSrc[e];
-                        const REAL *x = (a.layer == 0 ? a.h1_table + (int64_t)a.species[j] * din
-                                                      : a.h1 + (int64_t)j * din) +
-                                        P.in_off + c0 + c;
-                        REAL s = 0;
-                        for (int pp = pa; pp < pb; pp++)
-                            s += sK[e * L.max_pairs + pp] * x[L.pairs[P.pair0 + pp].m1 * P.in_mul];
-                        acc += sR[e * (cl.TC + 1) + c] * s;
-                    }
-                    sA[P.mid_off + m3 * P.mid_mul + P.out_chan + c0 + c] += acc;
-                }
-                __syncthreads();
+        /* geometry; rows n..np-1 are zero so the GEMMs see zero padding */
+        REAL *sB = (REAL *)(smem + lay.off_act[0]);
+        for (int k = threadIdx.x; k < np; k += blockDim.x) {
+            double y[kMaxSh], basis[128];
+            if (k < n) {
+                const int64_t e = e0 + k;
+                const double r0 = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
+                             r2 = a.edge_vec[3 * e + 2];
+                const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
+                const double nv[3] = {r0 / d, r1 / d, r2 / d};
+                sh_eval(a.geo, nv, y, nullptr);
+                radial_basis(a.geo, d, basis, nullptr);
+                sSrc[k] = (int)a.edge_send[e];
+                sRecv[k] = (int)a.edge_recv[e];
             }
+            for (int q = 0; q < lay.nsh; q++)
+                sY[k * lay.nsh + q] = k < n ? REAL(y[q]) : REAL(0);
+            for (int q = 0; q < lay.ld[0]; q++)
+                sB[k * lay.ld[0] + q] = (k < n && q < L.size[0]) ? REAL(basis[q]) : REAL(0);
+        }
+        __syncthreads();
+        /* hidden layers */
+        for (int k = 0; k + 1 < K; k++) {
+            REAL *in = (REAL *)(smem + lay.off_act[k]), *out = (REAL *)(smem + lay.off_act[k + 1]);
+            block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
+                             out, lay.ld[k + 1], false);
+            __syncthreads();
+            const int w = L.size[k + 1];
+            for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
+                const int q = idx % lay.ld[k + 1];
+                out[idx] = q < w ? act_apply<REAL>(L.mlp_act.kind, REAL(L.mlp_act.scale), out[idx])
+                                 : REAL(0);
+            }
+            __syncthreads();
+        }
+        const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
+        ca.n = n;
+        ca.e_base = e0;
+        /* rounds of column tasks */
+        for (int rd = 0; rd < L.n_rounds; rd++) {
+            const int2 round = L.rounds[rd];
+            block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
+                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false);
+            __syncthreads();
+            const int task = round.x + warp;
+            if (task < L.n_tasks) {
+                const int4 tk = L.tasks[task];
+                if (lane < tk.z) {
+                    const Path P = L.paths[tk.x];
+                    column_forward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
+                                                  a.A, a.a_stride);
+                }
+            }
+            __syncthreads();
         }
     }
     __syncthreads();
 
-    /* ---- node epilogue ---- */
-    const REAL *xin = a.layer == 0 ? a.embed + (int64_t)t * din : a.hin + (int64_t)i * a.W;
-    for (int k = threadIdx.x; k < din; k += blockDim.x)
-        sX[k] = xin[k];
+    /* ---- node epilogue for the block's atoms ---- */
+    REAL *sX = (REAL *)(smem + lay.off_x), *sYv = (REAL *)(smem + lay.off_yv);
+    REAL *sYn = (REAL *)(smem + lay.off_yn), *sH = (REAL *)(smem + lay.off_h);
+    REAL *sT1 = (REAL *)(smem + lay.off_t1), *sT2 = (REAL *)(smem + lay.off_t2);
+    REAL *rho = (REAL *)(smem + lay.off_rho);
+    double *red = (double *)(smem + lay.off_red);
+    int t[kNB];
+#pragma unroll
+    for (int q = 0; q < kNB; q++)
+        t[q] = q < nb ? a.species[r0 + q] : 0;
+    const int din = L.in.dim, dconv = L.conv.dim, dout = L.out.dim, dmid = L.mid.dim;
+
+    /* atoms without edges have no messages: zero their A rows */
+    for (int q = 0; q < nb; q++)
+        if (a.recv_start[r0 + q] == a.recv_start[r0 + q + 1])
+            for (int k = threadIdx.x; k < dmid; k += blockDim.x)
+                a.A[(int64_t)(r0 + q) * a.a_stride + k] = 0;
+    for (int q = 0; q < nb; q++) {
+        const REAL *xin = a.layer == 0 ? a.embed + (int64_t)t[q] * din
+                                       : a.hin + (int64_t)(r0 + q) * a.W;
+        for (int k = threadIdx.x; k < din; k += blockDim.x)
+            sX[q * din + k] = xin[k];
+    }
     __syncthreads();
-    linear_fwd<REAL>(L.linear_2, L.mid, L.conv, t, sA, sYv, false);
+    linear_fwd<REAL, kNB>(L.linear_2, L.mid, L.conv, t, nb, a.A + (int64_t)r0 * a.a_stride,
+                          a.a_stride, sYv, dconv, false);
     __syncthreads();
     if (L.self_conn.n_instr > 0) {
-        linear_fwd<REAL>(L.self_conn, L.in, L.conv, t, sX, sYv, true);
+        linear_fwd<REAL, kNB>(L.self_conn, L.in, L.conv, t, nb, sX, din, sYv, dconv, true);
         __syncthreads();
     }
-    REAL rho = 1;
     if (L.norm == 1) {
-        rho = norm_rho<REAL>(L, sYv, red);
-        norm_apply<REAL>(L, sYv, rho, sYn);
+        norm_rho<REAL, kNB>(L, nb, sYv, dconv, rho, red);
+        norm_apply<REAL, kNB>(L, nb, sYv, dconv, rho, sYn, dconv);
     } else {
-        for (int k = threadIdx.x; k < L.conv.dim; k += blockDim.x)
+        if (threadIdx.x < kNB)
+            rho[threadIdx.x] = 1;
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
             sYn[k] = sYv[k];
     }
-    for (int k = threadIdx.x; k < L.conv.dim; k += blockDim.x)
-        a.y_save[(int64_t)i * L.conv.dim + k] = sYv[k];
-    if (threadIdx.x == 0)
-        a.rho_save[i] = rho;
     __syncthreads();
-    gate_fwd<REAL>(L, sYn, sH);
+    for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+        a.y_save[(int64_t)r0 * dconv + k] = sYv[k];
+    if (threadIdx.x < nb)
+        a.rho_save[r0 + threadIdx.x] = rho[threadIdx.x];
+    gate_fwd<REAL, kNB>(L, nb, sYn, dconv, sH, dout);
     __syncthreads();
     if (L.resnet) {
-        for (int k = threadIdx.x; k < L.out.dim; k += blockDim.x)
+        for (int k = threadIdx.x; k < nb * dout; k += blockDim.x)
             sH[k] += sX[k];
         __syncthreads();
     }
 
     if (!a.last) {
         const Layer<REAL> &N = a.next;
-        for (int k = threadIdx.x; k < L.out.dim; k += blockDim.x)
-            a.hout[(int64_t)i * a.W + k] = sH[k];
-        REAL *h1n = a.h1_next + (int64_t)i * N.in.dim;
-        linear_fwd<REAL>(N.linear_1, N.in, N.in, t, sH, sG1, false);
+        for (int q = 0; q < nb; q++)
+            for (int k = threadIdx.x; k < dout; k += blockDim.x)
+                a.hout[(int64_t)(r0 + q) * a.W + k] = sH[q * dout + k];
+        linear_fwd<REAL, kNB>(N.linear_1, N.in, N.in, t, nb, sH, dout, sT1, N.in.dim, false);
         __syncthreads();
-        const REAL s = N.sender_scale[t];
-        for (int k = threadIdx.x; k < N.in.dim; k += blockDim.x)
-            h1n[k] = sG1[k] * s;
+        for (int q = 0; q < nb; q++) {
+            const REAL s = N.sender_scale[t[q]];
+            for (int k = threadIdx.x; k < N.in.dim; k += blockDim.x)
+                a.h1_next[(int64_t)(r0 + q) * N.in.dim + k] = sT1[q * N.in.dim + k] * s;
+        }
         return;
     }
 
-    /* last layer: atomic energy, then dE/dA of this layer for the backward pass */
+    /* last layer: atomic energies through the readout, then dE/dA of this layer */
     const REAL *cur = sH;
+    int cur_len = dout;
     for (int r = 0; r < a.n_readout; r++) {
-        REAL *nx = (r & 1) ? sG2 : sG1;
-        linear_fwd<REAL>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, cur, nx,
-                         false);
+        REAL *nx = (r & 1) ? sT2 : sT1;
+        const int len = a.readout_irreps[r + 1].dim;
+        linear_fwd<REAL, kNB>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, nb, cur,
+                              cur_len, nx, len, false);
         __syncthreads();
         cur = nx;
+        cur_len = len;
     }
-    if (threadIdx.x == 0)
-        a.e_atom[i] = (double)cur[0];
+    if (threadIdx.x < nb)
+        a.e_atom[r0 + threadIdx.x] = (double)cur[threadIdx.x * cur_len];
     __syncthreads();
-    REAL *gh = sG1, *gyn = sG2;
-    for (int k = threadIdx.x; k < L.out.dim; k += blockDim.x)
-        gh[k] = a.grad_top[(int64_t)t * L.out.dim + k];
+    REAL *gh = sT1, *gyn = sT2;
+    for (int q = 0; q < nb; q++)
+        for (int k = threadIdx.x; k < dout; k += blockDim.x)
+            gh[q * dout + k] = a.grad_top[(int64_t)t[q] * dout + k];
     __syncthreads();
-    gate_bwd<REAL>(L, sYn, gh, gyn); /* ends with a barrier */
-    REAL *gy = sYn;                  /* the normalised input is no longer needed */
+    gate_bwd<REAL, kNB>(L, nb, sYn, dconv, gh, dout, gyn, dconv);
+    REAL *gy = sYn;
     if (L.norm == 1)
-        norm_bwd<REAL>(L, sYv, rho, gyn, gy, red);
+        norm_bwd<REAL, kNB>(L, nb, sYv, dconv, rho, gyn, dconv, gy, dconv, red);
     else
-        for (int k = threadIdx.x; k < L.conv.dim; k += blockDim.x)
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
             gy[k] = gyn[k];
     __syncthreads();
-    linear_bwd<REAL>(L.linear_2, L.mid, L.conv, t, gy, a.ga_out + (int64_t)i * a.ga_stride, false);
+    linear_bwd<REAL, kNB>(L.linear_2, L.mid, L.conv, t, nb, gy, dconv,
+                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false);
     if (a.layer > 0) {
-        REAL *gp = a.gpart_out + (int64_t)i * a.W;
+        REAL *gp = a.gpart_out + (int64_t)r0 * a.W;
         if (L.self_conn.n_instr > 0)
-            linear_bwd<REAL>(L.self_conn, L.in, L.conv, t, gy, gp, false);
+            linear_bwd<REAL, kNB>(L.self_conn, L.in, L.conv, t, nb, gy, dconv, gp, a.W, false);
         else
-            for (int k = threadIdx.x; k < din; k += blockDim.x)
-                gp[k] = 0;
+            for (int q = 0; q < nb; q++)
+                for (int k = threadIdx.x; k < din; k += blockDim.x)
+                    gp[(int64_t)q * a.W + k] = 0;
         if (L.resnet) {
             __syncthreads();
-            for (int k = threadIdx.x; k < din; k += blockDim.x)
-                gp[k] += gh[k];
+            for (int q = 0; q < nb; q++)
+                for (int k = threadIdx.x; k < din; k += blockDim.x)
+                    gp[(int64_t)q * a.W + k] += gh[q * dout + k];
         }
     }
 }
 
 template <typename REAL>
-size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int TC, int epi_len)
+size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len)
 {
-    ChunkLayout<REAL> cl;
-    cl.init(L, lmax, EC, TC);
-    SmemCarver sc{nullptr, 0};
-    sc.take<REAL>(L.mid.dim);
-    sc.take<REAL>((size_t)EC * cl.nsh);
-    sc.take<REAL>((size_t)EC * cl.act_total);
-    sc.take<REAL>((size_t)cl.a_last * (TC + 1));
-    sc.take<REAL>((size_t)EC * L.max_pairs);
-    sc.take<REAL>((size_t)EC * (TC + 1));
-    sc.take<int>(EC);
-    sc.take<double>(kThreads);
-    sc.take<REAL>(L.in.dim);
-    sc.take<REAL>(L.conv.dim);
-    sc.take<REAL>(L.conv.dim);
-    sc.take<REAL>(L.out.dim);
-    sc.take<REAL>(epi_len);
-    sc.take<REAL>(epi_len);
-    return sc.used + 16;
+    FwdLayout<REAL> lay;
+    lay.init(L, lmax, EC, epi_len);
+    return lay.bytes();
+}
+
+template <typename REAL> cudaError_t forward_configure(size_t smem)
+{
+    return cudaFuncSetAttribute(layer_forward_kernel<REAL>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 }
 
 template <typename REAL>
-cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, int n_blocks, size_t smem,
-                                 cudaStream_t stream)
+cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    cudaError_t err = cudaFuncSetAttribute(layer_forward_kernel<REAL>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (err != cudaSuccess || n_blocks == 0)
-        return err;
-    layer_forward_kernel<REAL><<<n_blocks, kThreads, smem, stream>>>(a);
+    const int blocks = (a.n_local + kNB - 1) / kNB;
+    if (blocks == 0)
+        return cudaSuccess;
+    layer_forward_kernel<REAL><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
-template size_t forward_smem_bytes<float>(const Layer<float> &, int, int, int, int);
-template size_t forward_smem_bytes<double>(const Layer<double> &, int, int, int, int);
-template cudaError_t layer_forward_launch<float>(const ForwardArgs<float> &, int, size_t,
-                                                 cudaStream_t);
-template cudaError_t layer_forward_launch<double>(const ForwardArgs<double> &, int, size_t,
-                                                  cudaStream_t);
+template size_t forward_smem_bytes<float>(const Layer<float> &, int, int, int);
+template size_t forward_smem_bytes<double>(const Layer<double> &, int, int, int);
+template cudaError_t forward_configure<float>(size_t);
+template cudaError_t forward_configure<double>(size_t);
+template cudaError_t layer_forward_launch<float>(const ForwardArgs<float> &, size_t, cudaStream_t);
+template cudaError_t layer_forward_launch<double>(const ForwardArgs<double> &, size_t, cudaStream_t);
 
 } // namespace fnqcu

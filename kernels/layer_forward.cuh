@@ -11,9 +11,9 @@ template <typename REAL> struct ForwardArgs {
     Layer<REAL> L;    /* this layer */
     Layer<REAL> next; /* the next layer (its linear_1 and sender scale), unless last */
     Geometry geo;
-    int layer, last;
+    int layer, last, n_local;
     /* graph: edges sorted by receiver */
-    const int64_t *recv_start, *edge_send;
+    const int64_t *recv_start, *edge_send, *edge_recv;
     const int *species;
     const double *edge_vec;
     /* inputs */
@@ -23,6 +23,8 @@ template <typename REAL> struct ForwardArgs {
     const REAL *embed;    /* [n_species][L.in.dim] layer-0 input */
     int W;                /* row stride of hin, hout, gpart_out */
     int epi_len;          /* length of the epilogue scratch vectors */
+    REAL *A;              /* [n_local][a_stride] messages (scratch) */
+    int a_stride;
     /* outputs */
     REAL *hout, *h1_next;
     REAL *y_save, *rho_save;
@@ -35,14 +37,12 @@ template <typename REAL> struct ForwardArgs {
     REAL *ga_out;
     int ga_stride;
     REAL *gpart_out;
-    int EC, TC;
+    int EC;
 };
 
+template <typename REAL> size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len);
+template <typename REAL> cudaError_t forward_configure(size_t smem);
 template <typename REAL>
-size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int TC, int epi_len);
-
-template <typename REAL>
-cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, int n_blocks, size_t smem,
-                                 cudaStream_t stream);
+cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaStream_t stream);
 
 } // namespace fnqcu

@@ -17,6 +17,7 @@ constexpr int kMaxL = 6;
 constexpr int kMaxSh = (kMaxL + 1) * (kMaxL + 1);
 constexpr int kMaxMlp = 8;
 constexpr int kThreads = 256; /* every model kernel runs 256-thread blocks */
+constexpr int kNB = 4;        /* receiving atoms per block in the layer kernels */
 
 struct Irreps {
     int n;
@@ -55,6 +56,7 @@ struct Path {
     int mid_off, mid_mul;  /* message block, and the path's first channel in it */
     int out_chan;
     int w_off;             /* first radial weight */
+    int dx_off;            /* this path's block in the per-atom sender-gradient scratch */
     int pair0, npair;      /* pairs[pair0 .. pair0+npair) */
     int m3_start[2 * kMaxL + 2]; /* relative to pair0 */
     int m1_start[2 * kMaxL + 2]; /* into by_m1[pair0 ..] */
@@ -103,7 +105,23 @@ template <typename REAL> struct Layer {
 
     GateOut gate[kMaxBlocks]; /* one per out block */
     int resnet;
+
+    /* the radial MLP padded for block_gemm: every width a multiple of 16 (zeros), the last
+     * layer with kRoundSlack extra zero columns so a round's tile never reads past the end */
+    int pad[kMaxMlp + 1];
+    const REAL *mlp_wp[kMaxMlp];  /* [pad[k]][ld] with ld = pad[k+1] (last: ld_last) */
+    const REAL *mlp_wtp[kMaxMlp]; /* transposed: [ld][pad[k]] */
+    int ld_last;
+    /* column tasks: one warp, 32 consecutive channels of one path; rounds of kWarps tasks */
+    int n_tasks, n_rounds;
+    const int4 *tasks;  /* (path, first channel, valid lanes, weight column of lane 0) */
+    const int2 *rounds; /* (first task, first weight column, aligned down to 8) */
+    int dx_dim;         /* per-atom sender-gradient scratch: sum over paths of d1 * mul */
 };
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kRoundSpan = 32 * kWarps + 16; /* columns of one round's radial-weight tile */
+constexpr int kRoundSlack = kRoundSpan + 16;
 
 /* Geometry tables: spherical-harmonics recursion and radial basis (always double). */
 struct ShTerm {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model_upload.cuh"
+#include "tp_code_host.inc"
 
 namespace fnqcu {
 
@@ -113,6 +114,24 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     }
     d->mlp_act = {(int)h.radial.act.kind, h.radial.act.scale};
 
+    /* padded copies for block_gemm */
+    const int K = h.radial.n_layers;
+    for (int k = 0; k <= K; k++)
+        d->pad[k] = (h.radial.size[k] + 15) / 16 * 16;
+    d->ld_last = d->pad[K] + kRoundSlack;
+    for (int k = 0; k < K; k++) {
+        const int a = h.radial.size[k], b = h.radial.size[k + 1];
+        const int pa = d->pad[k], ld = (k == K - 1) ? d->ld_last : d->pad[k + 1];
+        std::vector<double> wp((size_t)pa * ld, 0.0), wtp((size_t)ld * pa, 0.0);
+        for (int i = 0; i < a; i++)
+            for (int j = 0; j < b; j++) {
+                wp[(size_t)i * ld + j] = h.radial.w[k][(size_t)i * b + j];
+                wtp[(size_t)j * pa + i] = h.radial.w[k][(size_t)i * b + j];
+            }
+        FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
+        FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
+    }
+
     /* paths: pairs sorted by (m3, m1) for the forward pass, plus an index ordered by m1 */
     std::vector<Path> paths(h.n_paths);
     std::vector<Pair<REAL>> pairs;
@@ -130,6 +149,8 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         P.mid_mul = h.mid.block[hp.out_block].mul;
         P.out_chan = hp.out_chan;
         P.w_off = hp.w_offset;
+        P.dx_off = d->dx_dim;
+        d->dx_dim += (2 * hp.l1 + 1) * hp.mul;
         P.pair0 = (int)pairs.size();
         P.npair = hp.n_pairs;
         d->max_pairs = std::max(d->max_pairs, hp.n_pairs);
@@ -165,6 +186,61 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     }
     d->n_paths = h.n_paths;
     FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths));
+
+    /* column tasks (warp = 32 channels of one path, in weight-column order) and rounds */
+    std::vector<int> order(h.n_paths);
+    for (int p = 0; p < h.n_paths; p++)
+        order[p] = p;
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+        return h.paths[x].w_offset < h.paths[y].w_offset;
+    });
+    std::vector<int4> tasks;
+    for (int p : order)
+        for (int u0 = 0; u0 < h.paths[p].mul; u0 += 32)
+            tasks.push_back(make_int4(p, u0, std::min(32, h.paths[p].mul - u0),
+                                      h.paths[p].w_offset + u0));
+    std::vector<int2> rounds;
+    for (size_t t = 0; t < tasks.size(); t += kWarps)
+        rounds.push_back(make_int2((int)t, tasks[t].w / 8 * 8));
+    for (size_t r = 0; r < rounds.size(); r++) {
+        const size_t last = std::min(tasks.size(), (size_t)(rounds[r].x + kWarps)) - 1;
+        if (tasks[last].w + 32 - rounds[r].y > kRoundSpan)
+            return fnq__fail(FNQ_STATUS_INTERNAL, "radial-weight round wider than %d columns",
+                             kRoundSpan);
+    }
+    d->n_tasks = (int)tasks.size();
+    d->n_rounds = (int)rounds.size();
+    FNQ_CHECK(upload<int4>(al, tasks.data(), tasks.size(), &d->tasks));
+    FNQ_CHECK(upload<int2>(al, rounds.data(), rounds.size(), &d->rounds));
+
+    /* the kernels' tensor-product code is generated (tp_code.inc); check the model's terms
+     * are those, path by path */
+    for (int p = 0; p < h.n_paths; p++) {
+        const struct fnq_tp_path &hp = h.paths[p];
+        if (hp.l1 > FNQ_TP_LMAX_HOST || hp.l2 > FNQ_TP_LMAX_HOST || hp.l3 > FNQ_TP_LMAX_HOST)
+            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                             "the CUDA backend supports irreps up to l = %d; this model has a "
+                             "path %d x %d -> %d (use device 'cpu')",
+                             FNQ_TP_LMAX_HOST, hp.l1, hp.l2, hp.l3);
+        int found = 0, mism = 0;
+        for (const auto &gt : fnq_tp_generated_terms) {
+            if (gt.l1 != hp.l1 || gt.l2 != hp.l2 || gt.l3 != hp.l3)
+                continue;
+            found++;
+            bool hit = false;
+            for (int q = 0; q < hp.n_pairs; q++)
+                if (hp.pairs[q].m1 == gt.m1 && hp.pairs[q].m3 == gt.m3)
+                    for (int t = hp.pairs[q].first; t < hp.pairs[q].first + hp.pairs[q].count; t++)
+                        if (hp.terms[t].m2 == gt.m2 && hp.terms[t].c == gt.c)
+                            hit = true;
+            mism += !hit;
+        }
+        if (found != hp.n_terms || mism)
+            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                             "path %d (%d x %d -> %d) has Clebsch-Gordan terms that differ from "
+                             "the CUDA kernels' generated ones",
+                             p, hp.l1, hp.l2, hp.l3);
+    }
     FNQ_CHECK(upload<Pair<REAL>>(al, pairs.data(), pairs.size(), &d->pairs));
     FNQ_CHECK(upload<Term<REAL>>(al, terms.data(), terms.size(), &d->terms));
     FNQ_CHECK(upload<int>(al, by_m1.data(), by_m1.size(), &d->by_m1));

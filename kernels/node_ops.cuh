@@ -1,8 +1,9 @@
 /*
- * node_ops.cuh: per-atom operations on feature vectors held in shared memory, written for one
- * thread block working on one atom: e3nn linears (and their transposes), the RMS layer norm,
- * the gate, forward and backward. Every output element has one owning thread and a fixed
- * summation order, so results do not depend on scheduling.
+ * node_ops.cuh: per-atom operations on feature vectors for one thread block working on up to NB
+ * atoms at once (atom a's vector at base + a * stride): e3nn linears and their transposes (each
+ * weight is loaded once and used for all NB atoms), the RMS layer norm, the gate, forward and
+ * backward. Every output element has one owning thread and a fixed summation order, so results
+ * do not depend on scheduling. Vectors may live in shared or global memory.
  */
 #pragma once
 
@@ -19,168 +20,265 @@ __device__ __forceinline__ int block_of(const Irreps &ir, int o)
     return b;
 }
 
-/* y = linear(x) (accumulate: y += ...). x, y in shared memory; t = species. */
-template <typename REAL>
-__device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out, int t,
-                           const REAL *x, REAL *y, bool accumulate)
+/* y[a] = linear(x[a]) (accumulate: +=), a < nb; t[a] = species of atom a */
+template <typename REAL, int NB>
+__device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
+                           const int *t, int nb, const REAL *x, int64_t sx, REAL *y, int64_t sy,
+                           bool accumulate)
 {
-    const REAL *W = lin.w + (lin.species_indexed ? (int64_t)t * lin.n_w : 0);
     for (int o = threadIdx.x; o < out.dim; o += blockDim.x) {
         const int b = block_of(out, o), mo = out.mul[b];
         const int rel = o - out.off[b], m = rel / mo, w = rel % mo;
-        REAL acc = 0;
+        REAL acc[NB];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            acc[a] = 0;
         for (int k = 0; k < lin.n_instr; k++) {
             const LinInstr ins = lin.instr[k];
             if (ins.out_block != b)
                 continue;
             const int mi = in.mul[ins.in_block];
-            const REAL *xr = x + in.off[ins.in_block] + m * mi;
-            const REAL *wc = W + ins.w_off + w;
-            REAL s = 0;
-            for (int u = 0; u < mi; u++)
-                s += xr[u] * wc[(int64_t)u * mo];
-            acc += REAL(ins.alpha) * s;
+            const int xo = in.off[ins.in_block] + m * mi;
+            REAL s[NB];
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                s[a] = 0;
+            if (!lin.species_indexed) {
+                const REAL *wc = lin.w + ins.w_off + w;
+                for (int u = 0; u < mi; u++) {
+                    const REAL wv = wc[(int64_t)u * mo];
+#pragma unroll
+                    for (int a = 0; a < NB; a++)
+                        if (a < nb)
+                            s[a] += wv * x[a * sx + xo + u];
+                }
+            } else {
+#pragma unroll
+                for (int a = 0; a < NB; a++)
+                    if (a < nb) {
+                        const REAL *wc = lin.w + (int64_t)t[a] * lin.n_w + ins.w_off + w;
+                        for (int u = 0; u < mi; u++)
+                            s[a] += wc[(int64_t)u * mo] * x[a * sx + xo + u];
+                    }
+            }
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                acc[a] += REAL(ins.alpha) * s[a];
         }
-        y[o] = accumulate ? y[o] + acc : acc;
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                y[a * sy + o] = accumulate ? y[a * sy + o] + acc[a] : acc[a];
     }
 }
 
-/* dx = linear^T(dy) (accumulate: dx += ...) */
-template <typename REAL>
-__device__ void linear_bwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out, int t,
-                           const REAL *dy, REAL *dx, bool accumulate)
+/* dx[a] = linear^T(dy[a]) (accumulate: +=) */
+template <typename REAL, int NB>
+__device__ void linear_bwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
+                           const int *t, int nb, const REAL *dy, int64_t sy, REAL *dx, int64_t sx,
+                           bool accumulate)
 {
-    const REAL *Wt = lin.wt + (lin.species_indexed ? (int64_t)t * lin.n_w : 0);
     for (int o = threadIdx.x; o < in.dim; o += blockDim.x) {
         const int b = block_of(in, o), mi = in.mul[b];
         const int rel = o - in.off[b], m = rel / mi, u = rel % mi;
-        REAL acc = 0;
+        REAL acc[NB];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            acc[a] = 0;
         for (int k = 0; k < lin.n_instr; k++) {
             const LinInstr ins = lin.instr[k];
             if (ins.in_block != b)
                 continue;
             const int mo = out.mul[ins.out_block];
-            const REAL *gr = dy + out.off[ins.out_block] + m * mo;
-            const REAL *wc = Wt + ins.w_off + u;
-            REAL s = 0;
-            for (int w = 0; w < mo; w++)
-                s += gr[w] * wc[(int64_t)w * mi];
-            acc += REAL(ins.alpha) * s;
+            const int go = out.off[ins.out_block] + m * mo;
+            REAL s[NB];
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                s[a] = 0;
+            if (!lin.species_indexed) {
+                const REAL *wc = lin.wt + ins.w_off + u;
+                for (int w = 0; w < mo; w++) {
+                    const REAL wv = wc[(int64_t)w * mi];
+#pragma unroll
+                    for (int a = 0; a < NB; a++)
+                        if (a < nb)
+                            s[a] += wv * dy[a * sy + go + w];
+                }
+            } else {
+#pragma unroll
+                for (int a = 0; a < NB; a++)
+                    if (a < nb) {
+                        const REAL *wc = lin.wt + (int64_t)t[a] * lin.n_w + ins.w_off + u;
+                        for (int w = 0; w < mo; w++)
+                            s[a] += wc[(int64_t)w * mi] * dy[a * sy + go + w];
+                    }
+            }
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                acc[a] += REAL(ins.alpha) * s[a];
         }
-        dx[o] = accumulate ? dx[o] + acc : acc;
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                dx[a * sx + o] = accumulate ? dx[a * sx + o] + acc[a] : acc[a];
     }
 }
 
-/* Deterministic block sum: each thread's value, tree-reduced in a fixed order. red has
- * blockDim.x doubles. Every thread gets the result. */
-__device__ __forceinline__ double block_sum(double v, double *red)
+/* Deterministic block sums of NB values per thread; red has NB * blockDim.x doubles. */
+template <int NB> __device__ __forceinline__ void block_sums(double *v, double *red)
 {
-    red[threadIdx.x] = v;
+#pragma unroll
+    for (int a = 0; a < NB; a++)
+        red[a * blockDim.x + threadIdx.x] = v[a];
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
         if (threadIdx.x < s)
-            red[threadIdx.x] += red[threadIdx.x + s];
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                red[a * blockDim.x + threadIdx.x] += red[a * blockDim.x + threadIdx.x + s];
         __syncthreads();
     }
-    double r = red[0];
+#pragma unroll
+    for (int a = 0; a < NB; a++)
+        v[a] = red[a * blockDim.x];
     __syncthreads();
-    return r;
 }
 
-/* RMS layer norm factor rho = (sum_b 1/(d_b^2 B) sum y_b^2 + eps)^-1/2 */
-template <typename REAL>
-__device__ REAL norm_rho(const Layer<REAL> &L, const REAL *y, double *red)
+/* RMS layer norm factors rho[a] = (sum_b 1/(d_b^2 B) sum y_b^2 + eps)^-1/2 */
+template <typename REAL, int NB>
+__device__ void norm_rho(const Layer<REAL> &L, int nb, const REAL *y, int sy, REAL *rho,
+                         double *red)
 {
-    double part = 0.0;
+    double part[NB];
+#pragma unroll
+    for (int a = 0; a < NB; a++)
+        part[a] = 0.0;
     for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x) {
         const int b = block_of(L.conv, o);
-        const double d = 2 * L.conv.l[b] + 1;
-        part += (double)y[o] * (double)y[o] / (d * d * L.conv.n);
+        const double d = 2 * L.conv.l[b] + 1, w = 1.0 / (d * d * L.conv.n);
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                part[a] += (double)y[a * sy + o] * (double)y[a * sy + o] * w;
     }
-    const double N = block_sum(part, red);
-    return REAL(1.0 / sqrt(N + L.norm_eps));
+    block_sums<NB>(part, red);
+#pragma unroll
+    for (int a = 0; a < NB; a++)
+        rho[a] = REAL(1.0 / sqrt(part[a] + L.norm_eps));
 }
 
-template <typename REAL>
-__device__ void norm_apply(const Layer<REAL> &L, const REAL *y, REAL rho, REAL *yn)
+template <typename REAL, int NB>
+__device__ void norm_apply(const Layer<REAL> &L, int nb, const REAL *y, int sy, const REAL *rho,
+                           REAL *yn, int sn)
 {
     for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x) {
         const int b = block_of(L.conv, o);
-        const int u = (o - L.conv.off[b]) % L.conv.mul[b];
-        yn[o] = y[o] * L.norm_w[L.norm_off[b] + u] * rho;
+        const REAL g = L.norm_w[L.norm_off[b] + (o - L.conv.off[b]) % L.conv.mul[b]];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                yn[a * sn + o] = y[a * sy + o] * g * rho[a];
     }
 }
 
 /* gy = gamma rho gyn - rho^3 S w_b y, S = sum gyn gamma y */
-template <typename REAL>
-__device__ void norm_bwd(const Layer<REAL> &L, const REAL *y, REAL rho, const REAL *gyn, REAL *gy,
-                         double *red)
+template <typename REAL, int NB>
+__device__ void norm_bwd(const Layer<REAL> &L, int nb, const REAL *y, int sy, const REAL *rho,
+                         const REAL *gyn, int sg, REAL *gy, int sgy, double *red)
 {
-    double part = 0.0;
+    double S[NB];
+#pragma unroll
+    for (int a = 0; a < NB; a++)
+        S[a] = 0.0;
     for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x) {
         const int b = block_of(L.conv, o);
-        const int u = (o - L.conv.off[b]) % L.conv.mul[b];
-        part += (double)gyn[o] * (double)L.norm_w[L.norm_off[b] + u] * (double)y[o];
+        const double g = L.norm_w[L.norm_off[b] + (o - L.conv.off[b]) % L.conv.mul[b]];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                S[a] += (double)gyn[a * sg + o] * g * (double)y[a * sy + o];
     }
-    const double S = block_sum(part, red);
-    const double r3 = (double)rho * rho * rho;
+    block_sums<NB>(S, red);
     for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x) {
         const int b = block_of(L.conv, o);
-        const int u = (o - L.conv.off[b]) % L.conv.mul[b];
+        const REAL g = L.norm_w[L.norm_off[b] + (o - L.conv.off[b]) % L.conv.mul[b]];
         const double d = 2 * L.conv.l[b] + 1;
-        const REAL c = REAL(r3 * S / (d * d * L.conv.n));
-        gy[o] = L.norm_w[L.norm_off[b] + u] * rho * gyn[o] - c * y[o];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb) {
+                const double r3 = (double)rho[a] * rho[a] * rho[a];
+                const REAL c = REAL(r3 * S[a] / (d * d * L.conv.n));
+                gy[a * sgy + o] = g * rho[a] * gyn[a * sg + o] - c * y[a * sy + o];
+            }
     }
 }
 
-template <typename REAL> __device__ void gate_fwd(const Layer<REAL> &L, const REAL *yn, REAL *h)
+template <typename REAL, int NB>
+__device__ void gate_fwd(const Layer<REAL> &L, int nb, const REAL *yn, int sn, REAL *h, int sh)
 {
-    for (int o = threadIdx.x; o < L.out.dim; o += blockDim.x) {
-        const int k = block_of(L.out, o), mo = L.out.mul[k];
-        const int rel = o - L.out.off[k], m = rel / mo, u = rel % mo;
-        const GateOut g = L.gate[k];
-        REAL v = act_apply<REAL>(g.act.kind, REAL(g.act.scale),
-                                 yn[g.src_off + m * g.src_mul + g.src_chan + u]);
-        if (g.gate_off >= 0)
-            v *= act_apply<REAL>(g.gate_act.kind, REAL(g.gate_act.scale), yn[g.gate_off + u]);
-        h[o] = v;
-    }
-}
-
-/* gyn = gate^T(gh): each conv element has one owner (sources and gate scalars are disjoint) */
-template <typename REAL>
-__device__ void gate_bwd(const Layer<REAL> &L, const REAL *yn, const REAL *gh, REAL *gyn)
-{
-    for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x)
-        gyn[o] = 0;
-    __syncthreads();
-    /* gated and scalar sources: one thread per output element */
     for (int o = threadIdx.x; o < L.out.dim; o += blockDim.x) {
         const int k = block_of(L.out, o), mo = L.out.mul[k];
         const int rel = o - L.out.off[k], m = rel / mo, u = rel % mo;
         const GateOut g = L.gate[k];
         const int si = g.src_off + m * g.src_mul + g.src_chan + u;
-        REAL gv = 1;
-        if (g.gate_off >= 0)
-            gv = act_apply<REAL>(g.gate_act.kind, REAL(g.gate_act.scale), yn[g.gate_off + u]);
-        gyn[si] = gh[o] * gv * act_deriv<REAL>(g.act.kind, REAL(g.act.scale), yn[si]);
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb) {
+                REAL v = act_apply<REAL>(g.act.kind, REAL(g.act.scale), yn[a * sn + si]);
+                if (g.gate_off >= 0)
+                    v *= act_apply<REAL>(g.gate_act.kind, REAL(g.gate_act.scale),
+                                         yn[a * sn + g.gate_off + u]);
+                h[a * sh + o] = v;
+            }
     }
-    /* gate scalars: one thread per (out block, channel), summing over m in order */
+}
+
+/* gyn = gate^T(gh): sources and gate scalars are disjoint elements, each with one owner */
+template <typename REAL, int NB>
+__device__ void gate_bwd(const Layer<REAL> &L, int nb, const REAL *yn, int sn, const REAL *gh,
+                         int sh, REAL *gyn, int sg)
+{
+    for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x)
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb)
+                gyn[a * sg + o] = 0;
+    __syncthreads();
+    for (int o = threadIdx.x; o < L.out.dim; o += blockDim.x) {
+        const int k = block_of(L.out, o), mo = L.out.mul[k];
+        const int rel = o - L.out.off[k], m = rel / mo, u = rel % mo;
+        const GateOut g = L.gate[k];
+        const int si = g.src_off + m * g.src_mul + g.src_chan + u;
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+            if (a < nb) {
+                REAL gv = 1;
+                if (g.gate_off >= 0)
+                    gv = act_apply<REAL>(g.gate_act.kind, REAL(g.gate_act.scale),
+                                         yn[a * sn + g.gate_off + u]);
+                gyn[a * sg + si] = gh[a * sh + o] * gv *
+                                   act_deriv<REAL>(g.act.kind, REAL(g.act.scale), yn[a * sn + si]);
+            }
+    }
     for (int k = 0; k < L.out.n; k++) {
         const GateOut g = L.gate[k];
         if (g.gate_off < 0)
             continue;
         const int mo = L.out.mul[k], d = 2 * L.out.l[k] + 1;
-        for (int u = threadIdx.x; u < mo; u += blockDim.x) {
-            REAL s = 0;
-            for (int m = 0; m < d; m++) {
-                const int si = g.src_off + m * g.src_mul + g.src_chan + u;
-                s += gh[L.out.off[k] + m * mo + u] *
-                     act_apply<REAL>(g.act.kind, REAL(g.act.scale), yn[si]);
-            }
-            gyn[g.gate_off + u] =
-                s * act_deriv<REAL>(g.gate_act.kind, REAL(g.gate_act.scale), yn[g.gate_off + u]);
-        }
+        for (int u = threadIdx.x; u < mo; u += blockDim.x)
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                if (a < nb) {
+                    REAL s = 0;
+                    for (int m = 0; m < d; m++) {
+                        const int si = g.src_off + m * g.src_mul + g.src_chan + u;
+                        s += gh[a * sh + L.out.off[k] + m * mo + u] *
+                             act_apply<REAL>(g.act.kind, REAL(g.act.scale), yn[a * sn + si]);
+                    }
+                    const int gi = g.gate_off + u;
+                    gyn[a * sg + gi] = s * act_deriv<REAL>(g.gate_act.kind,
+                                                           REAL(g.gate_act.scale), yn[a * sn + gi]);
+                }
     }
     __syncthreads();
 }
