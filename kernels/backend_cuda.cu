@@ -109,6 +109,7 @@ template <typename REAL> struct State {
     int64_t graph_key[4] = {-1, -1, -1, -1};
     int launches_model = 0, launches_nl = 0;
     bool debug_layers = false;
+    int tf32 = 0; /* FNQ_TF32=1: tensor cores (3xTF32) for the radial-MLP GEMMs */
 };
 
 template <typename REAL> static void state_free(State<REAL> *s)
@@ -143,6 +144,16 @@ template <typename REAL>
 static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
 {
     const DeviceModel<REAL> &dm = s->dm;
+    if (dm.geo.n_basis > kMaxBasis)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%d radial basis functions; the CUDA kernels support up to %d",
+                         dm.geo.n_basis, kMaxBasis);
+    for (int l = 0; l < dm.n_layers; l++)
+        for (int k = 0; k < dm.layers[l].n_mlp; k++)
+            if (dm.layers[l].pad[k] + 8 > kRoundSpan + 8)
+                return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                                 "layer %d: radial MLP width %d; the CUDA kernels support up to %d",
+                                 l, dm.layers[l].size[k], kRoundSpan);
     s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
     for (int r = 0; r <= dm.n_readout; r++)
         s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
@@ -203,6 +214,7 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
     State<REAL> *s = new State<REAL>();
     s->device = device_id;
     s->debug_layers = getenv("FNQ_DEBUG_LAYERS") != nullptr;
+    s->tf32 = sizeof(REAL) == 4 && getenv("FNQ_TF32") && strcmp(getenv("FNQ_TF32"), "1") == 0;
     enum fnq_status st = model_upload<REAL>(m, &s->dm);
     if (st == FNQ_STATUS_OK) {
         int smem_limit = 0;
@@ -425,6 +437,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.ga_stride = dm.max_mid;
         a.gpart_out = s->gp[gc].p;
         a.EC = s->EC_fwd;
+        a.tf32 = s->tf32;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
         if (!a.last && ghosts)
@@ -472,6 +485,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.W = dm.max_width;
         b.epi_len = s->epi_len;
         b.EC = s->EC_bwd;
+        b.tf32 = s->tf32;
         if (s->debug_layers)
             debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid,
                              dm.layers[l].mid.dim);

@@ -2,12 +2,14 @@
  * block_gemm.cuh: C = A . B (or C += A . B) for one thread block: A and C in shared memory
  * (row-major, leading dimensions multiples of 8), B row-major in global memory (the radial
  * MLP's weights, padded on upload so every dimension is a multiple of 16).
+ * M, N multiples of 16, K a multiple of 8. Every output has one owner and a fixed summation
+ * order, so results are reproducible.
  *
- * float: tensor cores, TF32 with the 3-product split (a = a_hi + a_lo, b = b_hi + b_lo;
- *        a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) which keeps float32 accuracy; each warp owns
- *        16x16 output tiles and sums over K in a fixed order, so results are reproducible.
- * double: plain FMA loops, one output per thread and step.
- * M, N multiples of 16, K a multiple of 8.
+ * Default: FMA loops, each thread a 4 x 4 register tile (4 shared loads and one 16-byte global
+ * load feed 16 FMAs). float32 with tensor cores (block_gemm_tf32x3: TF32 with the 3-product
+ * split a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) is faster but measured at ~2e-6 relative error
+ * per product (bench/gemm_precision.cu: the tensor cores' accumulation is not IEEE float32),
+ * 10x float32's, which costs the float32 forces their 1e-4 eV/A margin; it is opt-in.
  */
 #pragma once
 
@@ -15,12 +17,7 @@
 
 namespace fnqcu {
 
-template <typename REAL>
-__device__ void block_gemm(int M, int N, int K, const REAL *A, int lda, const REAL *B, int ldb,
-                           REAL *C, int ldc, bool accumulate);
-
-template <>
-__device__ __forceinline__ void block_gemm<float>(int M, int N, int K, const float *A, int lda,
+__device__ __forceinline__ void block_gemm_tf32x3(int M, int N, int K, const float *A, int lda,
                                                   const float *B, int ldb, float *C, int ldc,
                                                   bool accumulate)
 {
@@ -59,19 +56,60 @@ __device__ __forceinline__ void block_gemm<float>(int M, int N, int K, const flo
     }
 }
 
-template <>
-__device__ __forceinline__ void block_gemm<double>(int M, int N, int K, const double *A, int lda,
-                                                   const double *B, int ldb, double *C, int ldc,
-                                                   bool accumulate)
+template <typename REAL>
+__device__ __forceinline__ void block_gemm_fma(int M, int N, int K, const REAL *A, int lda,
+                                               const REAL *B, int ldb, REAL *C, int ldc,
+                                               bool accumulate)
 {
-    for (int idx = threadIdx.x; idx < M * N; idx += blockDim.x) {
-        const int m = idx / N, n = idx % N;
-        const double *a = A + m * lda;
-        double s = 0.0;
-        for (int k = 0; k < K; k++)
-            s += a[k] * B[(int64_t)k * ldb + n];
-        C[m * ldc + n] = accumulate ? C[m * ldc + n] + s : s;
+    const int tn = N / 4, tiles = (M / 4) * tn;
+    for (int t = threadIdx.x; t < tiles; t += blockDim.x) {
+        const int m0 = (t / tn) * 4, n0 = (t % tn) * 4;
+        REAL acc[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = accumulate ? C[(m0 + i) * ldc + n0 + j] : REAL(0);
+        const REAL *a = A + m0 * lda;
+        const REAL *b = B + n0;
+#pragma unroll 4
+        for (int k = 0; k < K; k++) {
+            REAL bv[4];
+            if constexpr (sizeof(REAL) == 4) {
+                const float4 v = *reinterpret_cast<const float4 *>(b + (int64_t)k * ldb);
+                bv[0] = v.x, bv[1] = v.y, bv[2] = v.z, bv[3] = v.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    bv[j] = b[(int64_t)k * ldb + j];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const REAL av = a[i * lda + k];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] += av * bv[j];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                C[(m0 + i) * ldc + n0 + j] = acc[i][j];
     }
+}
+
+template <typename REAL>
+__device__ __forceinline__ void block_gemm(int M, int N, int K, const REAL *A, int lda,
+                                           const REAL *B, int ldb, REAL *C, int ldc,
+                                           bool accumulate, bool tensor_cores)
+{
+    if constexpr (sizeof(REAL) == 4)
+        if (tensor_cores) {
+            block_gemm_tf32x3(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+            return;
+        }
+    block_gemm_fma<REAL>(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 } // namespace fnqcu

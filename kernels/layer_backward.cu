@@ -58,8 +58,9 @@ template <typename REAL> struct BwdLayout {
         off_dr = take(sizeof(REAL) * EC * ldr);
         off_dh = take(sizeof(REAL) * EC * ld[L.n_mlp - 1]);
         off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
-        off_m0 = take(sizeof(REAL) * EC * ldm);
-        off_m1 = take(sizeof(REAL) * EC * ldm);
+        /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
+        off_m0 = off_r;
+        off_m1 = off_dr;
         off_geo = take(sizeof(double) * EC * 4);
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
@@ -165,7 +166,7 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
 }
 
 template <typename REAL, bool GHOST>
-__global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<REAL> a)
+__global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
@@ -206,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
         __syncthreads();
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
         for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            double y[kMaxSh], basis[128];
+            double y[kMaxSh], basis[kMaxBasis];
             if (k < n) {
                 const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
                 const double r0v = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
@@ -232,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
             REAL *in = (REAL *)(smem + lay.off_act[k]);
             REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]), *out = (REAL *)(smem + lay.off_act[k + 1]);
             block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
-                             pre, lay.ld[k + 1], false);
+                             pre, lay.ld[k + 1], false, a.tf32);
             __syncthreads();
             const int w = L.size[k + 1];
             for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
@@ -255,7 +256,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
             for (int k = threadIdx.x; k < np * lay.ldr; k += blockDim.x)
                 sDR[k] = 0;
             block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
-                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false);
+                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
             const int task = round.x + warp;
             if (task < L.n_tasks) {
@@ -271,7 +272,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
             if (!GHOST)
                 block_gemm<REAL>(np, L.pad[K - 1], kRoundSpan, sDR, lay.ldr,
                                  L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
-                                 L.pad[K - 1], sDH, lay.ld[K - 1], true);
+                                 L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32);
         }
         __syncthreads();
         if constexpr (!GHOST) {
@@ -301,7 +302,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
             __syncthreads();
             REAL *nx = bufs[which];
             block_gemm<REAL>(np, L.pad[k], L.pad[k + 1], cur, ldc, L.mlp_wtp[k], L.pad[k], nx,
-                             lay.ldm, false);
+                             lay.ldm, false, a.tf32);
             cur = nx;
             ldc = lay.ldm;
             which ^= 1;
@@ -311,7 +312,7 @@ __global__ void __launch_bounds__(kThreads) layer_backward_kernel(BackwardArgs<R
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const double nv[3] = {sGeo[4 * k], sGeo[4 * k + 1], sGeo[4 * k + 2]};
             const double d = sGeo[4 * k + 3];
-            double y[kMaxSh], dyn[kMaxSh * 3], basis[128], dbasis[128];
+            double y[kMaxSh], dyn[kMaxSh * 3], basis[kMaxBasis], dbasis[kMaxBasis];
             sh_eval(a.geo, nv, y, dyn);
             radial_basis(a.geo, d, basis, dbasis);
             double dd = 0.0, dn[3] = {0.0, 0.0, 0.0};

@@ -37,6 +37,7 @@ template <typename REAL> struct BackwardArgs {
     REAL *gpart_out;
     int W, epi_len;
     int EC;
+    int tf32; /* tensor cores (3xTF32) for the radial-MLP GEMMs, float only */
 };
 
 template <typename REAL>

@@ -2,7 +2,7 @@
  * layer_forward.cu: one fused kernel per interaction layer, forward. One block owns NB
  * consecutive receiving atoms and walks their edges (sorted by receiver) in super-chunks of EC:
  *   - geometry, spherical harmonics and radial basis of each edge (double, then REAL);
- *   - the radial MLP's hidden layers for the super-chunk (block_gemm: tensor cores for float);
+ *   - the radial MLP's hidden layers for the super-chunk (block_gemm);
  *   - per round of column tasks: the round's tile of radial weights (block_gemm), then the
  *     tensor product by columns (tp_column.cuh): each lane sums its channel's messages per
  *     receiver and writes them to the receiver's row of A;
@@ -62,7 +62,7 @@ template <typename REAL> struct FwdLayout {
 };
 
 template <typename REAL>
-__global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REAL> a)
+__global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REA
         /* geometry; rows n..np-1 are zero so the GEMMs see zero padding */
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
         for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            double y[kMaxSh], basis[128];
+            double y[kMaxSh], basis[kMaxBasis];
             if (k < n) {
                 const int64_t e = e0 + k;
                 const double r0 = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REA
         for (int k = 0; k + 1 < K; k++) {
             REAL *in = (REAL *)(smem + lay.off_act[k]), *out = (REAL *)(smem + lay.off_act[k + 1]);
             block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
-                             out, lay.ld[k + 1], false);
+                             out, lay.ld[k + 1], false, a.tf32);
             __syncthreads();
             const int w = L.size[k + 1];
             for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) layer_forward_kernel(ForwardArgs<REA
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
-                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false);
+                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
             const int task = round.x + warp;
             if (task < L.n_tasks) {

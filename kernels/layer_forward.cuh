@@ -38,6 +38,7 @@ template <typename REAL> struct ForwardArgs {
     int ga_stride;
     REAL *gpart_out;
     int EC;
+    int tf32; /* tensor cores (3xTF32) for the radial-MLP GEMMs, float only */
 };
 
 template <typename REAL> size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len);

@@ -16,6 +16,7 @@ constexpr int kMaxBlocks = 32;
 constexpr int kMaxL = 6;
 constexpr int kMaxSh = (kMaxL + 1) * (kMaxL + 1);
 constexpr int kMaxMlp = 8;
+constexpr int kMaxBasis = 32; /* radial basis functions the kernels support */
 constexpr int kThreads = 256; /* every model kernel runs 256-thread blocks */
 constexpr int kNB = 4;        /* receiving atoms per block in the layer kernels */
 
@@ -106,22 +107,22 @@ template <typename REAL> struct Layer {
     GateOut gate[kMaxBlocks]; /* one per out block */
     int resnet;
 
-    /* the radial MLP padded for block_gemm: every width a multiple of 16 (zeros), the last
-     * layer with kRoundSlack extra zero columns so a round's tile never reads past the end */
+    /* the radial MLP padded for block_gemm: every width a multiple of 16 (zeros). The last
+     * layer's columns are reordered by column task (below): task t owns columns 32t..32t+31 */
     int pad[kMaxMlp + 1];
     const REAL *mlp_wp[kMaxMlp];  /* [pad[k]][ld] with ld = pad[k+1] (last: ld_last) */
     const REAL *mlp_wtp[kMaxMlp]; /* transposed: [ld][pad[k]] */
     int ld_last;
-    /* column tasks: one warp, 32 consecutive channels of one path; rounds of kWarps tasks */
+    /* column tasks: one warp, 32 consecutive channels of one path; sorted by cost so that the
+     * kWarps tasks of a round (and the warps waiting for each other) take similar time */
     int n_tasks, n_rounds;
-    const int4 *tasks;  /* (path, first channel, valid lanes, weight column of lane 0) */
-    const int2 *rounds; /* (first task, first weight column, aligned down to 8) */
+    const int4 *tasks;  /* (path, first channel, valid lanes, first column = 32 t) */
+    const int2 *rounds; /* (first task, first column) */
     int dx_dim;         /* per-atom sender-gradient scratch: sum over paths of d1 * mul */
 };
 
 constexpr int kWarps = kThreads / 32;
-constexpr int kRoundSpan = 32 * kWarps + 16; /* columns of one round's radial-weight tile */
-constexpr int kRoundSlack = kRoundSpan + 16;
+constexpr int kRoundSpan = 32 * kWarps; /* columns of one round's radial-weight tile */
 
 /* Geometry tables: spherical-harmonics recursion and radial basis (always double). */
 struct ShTerm {

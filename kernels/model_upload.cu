@@ -114,24 +114,6 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     }
     d->mlp_act = {(int)h.radial.act.kind, h.radial.act.scale};
 
-    /* padded copies for block_gemm */
-    const int K = h.radial.n_layers;
-    for (int k = 0; k <= K; k++)
-        d->pad[k] = (h.radial.size[k] + 15) / 16 * 16;
-    d->ld_last = d->pad[K] + kRoundSlack;
-    for (int k = 0; k < K; k++) {
-        const int a = h.radial.size[k], b = h.radial.size[k + 1];
-        const int pa = d->pad[k], ld = (k == K - 1) ? d->ld_last : d->pad[k + 1];
-        std::vector<double> wp((size_t)pa * ld, 0.0), wtp((size_t)ld * pa, 0.0);
-        for (int i = 0; i < a; i++)
-            for (int j = 0; j < b; j++) {
-                wp[(size_t)i * ld + j] = h.radial.w[k][(size_t)i * b + j];
-                wtp[(size_t)j * pa + i] = h.radial.w[k][(size_t)i * b + j];
-            }
-        FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
-        FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
-    }
-
     /* paths: pairs sorted by (m3, m1) for the forward pass, plus an index ordered by m1 */
     std::vector<Path> paths(h.n_paths);
     std::vector<Pair<REAL>> pairs;
@@ -187,31 +169,60 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     d->n_paths = h.n_paths;
     FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths));
 
-    /* column tasks (warp = 32 channels of one path, in weight-column order) and rounds */
-    std::vector<int> order(h.n_paths);
-    for (int p = 0; p < h.n_paths; p++)
-        order[p] = p;
-    std::sort(order.begin(), order.end(), [&](int x, int y) {
-        return h.paths[x].w_offset < h.paths[y].w_offset;
-    });
+    /* column tasks: 32 channels of one path each, sorted by cost (most terms first) so that
+     * a round's tasks take similar time; rounds of kWarps tasks */
     std::vector<int4> tasks;
-    for (int p : order)
-        for (int u0 = 0; u0 < h.paths[p].mul; u0 += 32)
-            tasks.push_back(make_int4(p, u0, std::min(32, h.paths[p].mul - u0),
-                                      h.paths[p].w_offset + u0));
-    std::vector<int2> rounds;
-    for (size_t t = 0; t < tasks.size(); t += kWarps)
-        rounds.push_back(make_int2((int)t, tasks[t].w / 8 * 8));
-    for (size_t r = 0; r < rounds.size(); r++) {
-        const size_t last = std::min(tasks.size(), (size_t)(rounds[r].x + kWarps)) - 1;
-        if (tasks[last].w + 32 - rounds[r].y > kRoundSpan)
-            return fnq__fail(FNQ_STATUS_INTERNAL, "radial-weight round wider than %d columns",
-                             kRoundSpan);
+    std::vector<int> cost;
+    for (int p = 0; p < h.n_paths; p++)
+        for (int u0 = 0; u0 < h.paths[p].mul; u0 += 32) {
+            tasks.push_back(make_int4(p, u0, std::min(32, h.paths[p].mul - u0), 0));
+            cost.push_back(h.paths[p].n_terms + 2 * (2 * h.paths[p].l1 + 1) +
+                           3 * (2 * h.paths[p].l3 + 1));
+        }
+    std::vector<int> ord(tasks.size());
+    for (size_t t = 0; t < ord.size(); t++)
+        ord[t] = (int)t;
+    std::stable_sort(ord.begin(), ord.end(), [&](int x, int y) { return cost[x] > cost[y]; });
+    std::vector<int4> sorted(tasks.size());
+    for (size_t t = 0; t < ord.size(); t++) {
+        sorted[t] = tasks[ord[t]];
+        sorted[t].w = 32 * (int)t;
     }
-    d->n_tasks = (int)tasks.size();
+    std::vector<int2> rounds;
+    for (size_t t = 0; t < sorted.size(); t += kWarps)
+        rounds.push_back(make_int2((int)t, 32 * (int)t));
+    d->n_tasks = (int)sorted.size();
     d->n_rounds = (int)rounds.size();
-    FNQ_CHECK(upload<int4>(al, tasks.data(), tasks.size(), &d->tasks));
+    FNQ_CHECK(upload<int4>(al, sorted.data(), sorted.size(), &d->tasks));
     FNQ_CHECK(upload<int2>(al, rounds.data(), rounds.size(), &d->rounds));
+
+    /* the radial MLP padded for block_gemm; the last layer's columns in task order */
+    const int K = h.radial.n_layers;
+    for (int k = 0; k <= K; k++)
+        d->pad[k] = (h.radial.size[k] + 15) / 16 * 16;
+    d->ld_last = (int)rounds.size() * kRoundSpan;
+    for (int k = 0; k < K; k++) {
+        const int a = h.radial.size[k], b = h.radial.size[k + 1];
+        const int pa = d->pad[k], ld = (k == K - 1) ? d->ld_last : d->pad[k + 1];
+        std::vector<double> wp((size_t)pa * ld, 0.0), wtp((size_t)ld * pa, 0.0);
+        for (int i = 0; i < a; i++)
+            for (int j = 0; j < ld; j++) {
+                int src = j; /* original column of padded column j */
+                if (k == K - 1) {
+                    const int t = j / 32, lane = j % 32;
+                    src = (t < (int)sorted.size() && lane < sorted[t].z)
+                              ? h.paths[sorted[t].x].w_offset + sorted[t].y + lane
+                              : -1;
+                } else if (j >= b) {
+                    src = -1;
+                }
+                const double v = src >= 0 ? h.radial.w[k][(size_t)i * b + src] : 0.0;
+                wp[(size_t)i * ld + j] = v;
+                wtp[(size_t)j * pa + i] = v;
+            }
+        FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
+        FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
+    }
 
     /* the kernels' tensor-product code is generated (tp_code.inc); check the model's terms
      * are those, path by path */

@@ -42,7 +42,7 @@ __device__ __forceinline__ const REAL *column_sender(const ColumnArgs<REAL> &c, 
 }
 
 template <int L1, int L2, int L3, typename REAL>
-__device__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __noinline__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                REAL *A, int a_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
@@ -55,6 +55,14 @@ __device__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, 
         for (int m3 = 0; m3 < T::D3; m3++)
             a[m3 * P.mid_mul] = first ? acc[m3] : a[m3 * P.mid_mul] + acc[m3];
     };
+    /* the next edge's sender features are loaded while this edge is computed */
+    REAL xn[T::D1];
+    if (c.n > 0) {
+        const REAL *xr = column_sender(c, c.sSrc[0]) + P.in_off + u;
+#pragma unroll
+        for (int m1 = 0; m1 < T::D1; m1++)
+            xn[m1] = xr[m1 * P.in_mul];
+    }
     for (int e = 0; e < c.n; e++) {
         const int i = c.sRecv[e];
         if (i != cur) {
@@ -66,11 +74,14 @@ __device__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, 
             for (int m3 = 0; m3 < T::D3; m3++)
                 acc[m3] = 0;
         }
-        const REAL *xr = column_sender(c, c.sSrc[e]) + P.in_off + u;
         REAL x[T::D1], y[T::D2], t[T::D3];
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            x[m1] = xr[m1 * P.in_mul];
+            x[m1] = xn[m1];
+        const REAL *xr = column_sender(c, c.sSrc[e + 1 < c.n ? e + 1 : e]) + P.in_off + u;
+#pragma unroll
+        for (int m1 = 0; m1 < T::D1; m1++)
+            xn[m1] = xr[m1 * P.in_mul];
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
             y[m2] = c.sY[e * c.nsh + L2 * L2 + m2];
@@ -92,7 +103,7 @@ __device__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, 
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
 template <int L1, int L2, int L3, typename REAL>
-__device__ void column_backward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __noinline__ void column_backward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
                                 bool need_dx, bool ghost, REAL *sDR, int lddr, REAL *dYw,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
@@ -109,6 +120,23 @@ __device__ void column_backward(const ColumnArgs<REAL> &c, const Path &P, int u,
         for (int m1 = 0; m1 < T::D1; m1++)
             d[m1 * P.mul] = first ? dxacc[m1] : d[m1 * P.mul] + dxacc[m1];
     };
+    /* the next edge's sender features and reverse-edge gradients are loaded ahead */
+    REAL xn[T::D1], gjn[T::D3];
+    bool revn = false;
+    auto load_next = [&](int e) {
+        const int j = c.sSrc[e];
+        const REAL *xr = column_sender(c, j) + P.in_off + u;
+#pragma unroll
+        for (int m1 = 0; m1 < T::D1; m1++)
+            xn[m1] = xr[m1 * P.in_mul];
+        revn = ghost || (need_dx && j < n_local);
+        const REAL *gr = GA + (int64_t)j * ga_stride + P.mid_off + P.out_chan + u;
+#pragma unroll
+        for (int m3 = 0; m3 < T::D3; m3++)
+            gjn[m3] = revn ? gr[m3 * P.mid_mul] : REAL(0);
+    };
+    if (c.n > 0 && active)
+        load_next(0);
     for (int e = 0; e < c.n; e++) {
         const int i = c.sRecv[e];
         if (i != cur) {
@@ -129,22 +157,21 @@ __device__ void column_backward(const ColumnArgs<REAL> &c, const Path &P, int u,
         for (int m2 = 0; m2 < T::D2; m2++)
             v[m2] = 0;
         if (active) {
-            const int j = c.sSrc[e];
-            const REAL *xr = column_sender(c, j) + P.in_off + u;
-            const bool rev = ghost || (need_dx && j < n_local);
             REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], dr = 0;
+            const bool rev = revn;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++) {
-                x[m1] = xr[m1 * P.in_mul];
+                x[m1] = xn[m1];
                 dxr[m1] = 0;
             }
 #pragma unroll
+            for (int m3 = 0; m3 < T::D3; m3++)
+                gj[m3] = gjn[m3];
+            if (e + 1 < c.n)
+                load_next(e + 1);
+#pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.sY[e * c.nsh + L2 * L2 + m2];
-            const REAL *gr = GA + (int64_t)j * ga_stride + P.mid_off + P.out_chan + u;
-#pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                gj[m3] = rev ? gr[m3 * P.mid_mul] : REAL(0);
             T::bwd(x, y, g, gj, dr, v, dxr, rev);
             const REAL r = c.sR[e * c.ldr + col];
             sDR[e * lddr + col] = dr;
