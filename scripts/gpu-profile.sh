@@ -12,20 +12,24 @@ ncu -f -o /tmp/prof --kernel-name "regex:$1" --launch-skip "${2:-0}" --launch-co
   --import-source yes build-gpu/bench/bench_cpu --device cuda --dtype float32 \
   --sizes "${3:-8}" --min-seconds 0 >/dev/null
 ncu --import /tmp/prof.ncu-rep --print-summary per-kernel | grep -E "Duration|Occupancy|Registers|Cycles Per" || true
-ncu --import /tmp/prof.ncu-rep --page source --csv --print-source cuda > "$out/source.csv"
-python3 - "$out/source.csv" <<'PY'
+ncu --import /tmp/prof.ncu-rep --page source --csv --print-source sass > "$out/sass.csv"
+ncu --import /tmp/prof.ncu-rep --page details --print-details all > "$out/details.txt" 2>&1 || true
+python3 - "$out/sass.csv" <<'PY'
 import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-hdr = rows[0]
+rows = [r for r in csv.reader(open(sys.argv[1])) if r]
+hdr = next(r for r in rows if any("Sampling" in h for h in r))
+print("columns:", [h for h in hdr if "Sampl" in h or h in ("Address", "Source")])
+start = rows.index(hdr) + 1
 col = next(i for i, h in enumerate(hdr) if "Warp Stall Sampling (All" in h)
 src = next(i for i, h in enumerate(hdr) if h == "Source")
 data = []
-for r in rows[1:]:
+for r in rows[start:]:
     try:
-        data.append((float(r[col]), r[0], r[src]))
+        data.append((float(r[col]), r[src]))
     except (ValueError, IndexError):
         pass
 tot = sum(d[0] for d in data) or 1
-for v, line, text in sorted(data, reverse=True)[:40]:
-    print(f"{100 * v / tot:5.1f}%  {line:>5}  {text.strip()[:110]}")
+print(f"{len(data)} SASS instructions, {tot:.0f} samples")
+for v, text in sorted(data, reverse=True)[:45]:
+    print(f"{100 * v / tot:5.1f}%  {text.strip()[:120]}")
 PY
