@@ -272,7 +272,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             if (!GHOST)
                 block_gemm<REAL>(np, L.pad[K - 1], kRoundSpan, sDR, lay.ldr,
                                  L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
-                                 L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32);
+                                 L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32,
+                                 sR /* free once the round's columns are done */,
+                                 lay.EC * lay.ldr);
         }
         __syncthreads();
         if constexpr (!GHOST) {

@@ -91,3 +91,36 @@ class Context:
                                           virial)
         raise_for(st, _lib.last_error())
         return energy.value, energies, forces, virial
+
+    def compute_graph(self, positions, species, receivers, senders, shifts=None):
+        """Like compute, with the caller's full neighbour list instead of the library's.
+
+        Edge e points from senders[e] to receivers[e]: r = positions[senders[e]] -
+        positions[receivers[e]] + shifts[e] (Cartesian, A). The list must hold both directions
+        of every pair; pairs at or beyond the cutoff are ignored. No ghost atoms: every atom is
+        owned. Returns energy, per-atom energies, forces and virial as compute does.
+        """
+        pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+        sp = np.ascontiguousarray(species, dtype=np.int32)
+        recv = np.ascontiguousarray(receivers, dtype=np.int64)
+        send = np.ascontiguousarray(senders, dtype=np.int64)
+        n, n_edges = len(pos), len(recv)
+        if len(sp) != n:
+            raise ValueError(f"{n} positions but {len(sp)} species")
+        if len(send) != n_edges:
+            raise ValueError(f"{n_edges} receivers but {len(send)} senders")
+        sh = None
+        if shifts is not None:
+            sh = np.ascontiguousarray(shifts, dtype=np.float64).reshape(-1, 3)
+            if len(sh) != n_edges:
+                raise ValueError(f"{n_edges} edges but {len(sh)} shifts")
+            sh = sh.reshape(-1)
+        energy = ctypes.c_double()
+        energies = np.empty(n, dtype=np.float64)
+        forces = np.empty((n, 3), dtype=np.float64)
+        virial = np.empty(6, dtype=np.float64)
+        st = lib.fnq_ctx_compute_graph(self._handle, n, n, pos.reshape(-1), sp, n_edges, recv,
+                                       send, sh, None, ctypes.byref(energy), energies,
+                                       forces.reshape(-1), virial, None)
+        raise_for(st, _lib.last_error())
+        return energy.value, energies, forces, virial

@@ -102,6 +102,25 @@ def test_positions_only_changes_reuse_the_context(mp1):
     assert atoms.get_potential_energy() == e0  # bitwise, same buffers
 
 
+def test_caller_neighbour_list_equals_library_list(mp1):
+    """Context.compute_graph with ASE's neighbour list (a list we did not build) gives the
+    results of the library's own cell list, on a triclinic cell smaller than twice the cutoff."""
+    from ase.neighborlist import neighbor_list
+    from fusednequip import Context
+    atoms = bulk("Si", "diamond", a=5.43).repeat((2, 1, 1))
+    atoms.rattle(0.05, seed=3)
+    ctx = Context(mp1, device="cpu", dtype="float64")
+    sp = mp1.species_indices(atoms.get_chemical_symbols())
+    ref = ctx.compute(atoms.positions, sp, atoms.cell.array, atoms.pbc)
+    i, j, shift = neighbor_list("ijS", atoms, mp1.cutoff)
+    got = ctx.compute_graph(atoms.positions, sp, receivers=i, senders=j,
+                            shifts=shift @ atoms.cell.array)
+    assert ctx.last_num_edges == len(i)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=0)
+    for a, b in zip(got[1:], ref[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
 def test_unknown_element(mp1):
     atoms = bulk("Si", "diamond", a=5.43)
     atoms.set_chemical_symbols(["Si", "Po"])
