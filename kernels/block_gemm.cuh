@@ -5,12 +5,11 @@
  * M, N multiples of 16, K a multiple of 8. Every output has one owner and a fixed summation
  * order, so results are reproducible.
  *
- * Default: FMA loops. float32: each thread an 8 x 4 register tile, k in steps of 4 (four 16-byte
- * global loads of B and eight 16-byte shared loads of A feed 128 FMAs, so the loads of B, which
- * come from L2 because shared memory leaves little L1, are few and issued together); where
- * that gives too few tiles for the block, K is split between thread groups and the partial
- * sums are added in a fixed order through `scratch` (when the caller has some). float64 and
- * shapes that do not fit: each thread a 4 x 4 tile. float32 with tensor cores (block_gemm_tf32x3: TF32 with the 3-product
+ * Default: FMA loops. float32: each thread an 8 x 4 (or 4 x 4) register tile, k in steps of 4
+ * (four 16-byte global loads of B feed 128 FMAs, so the loads of B, which come from L2 because
+ * shared memory leaves little L1, are few and issued together); where that gives too few
+ * tiles for the block, K is split between thread groups and the partial sums are added in a
+ * fixed order through `scratch` (when the caller has some). float64: each thread a 4 x 4 tile. float32 with tensor cores (block_gemm_tf32x3: TF32 with the 3-product
  * split a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) is faster but measured at ~2e-6 relative error
  * per product (bench/gemm_precision.cu: the tensor cores' accumulation is not IEEE float32),
  * 10x float32's, which costs the float32 forces their 1e-4 eV/A margin; it is opt-in.
@@ -103,84 +102,75 @@ __device__ __forceinline__ void block_gemm_fma(int M, int N, int K, const REAL *
     }
 }
 
-/* acc += A[m0..m0+8, k0..k1) . B[k0..k1, n0..n0+4); k0, k1 multiples of 4, k increasing. */
-__device__ __forceinline__ void tile8x4_f32(const float *A, int lda, const float *B, int ldb,
-                                            int m0, int n0, int k0, int k1, float acc[8][4])
+/* acc += A[m0..m0+TM, k0..k1) . B[k0..k1, n0..n0+4); k0, k1 multiples of 4, k increasing.
+ * The four 16-byte loads of B for k..k+3 are issued together; A is read one column at a time
+ * (broadcast within a warp) so the tile needs few registers besides its accumulators. */
+template <int TM>
+__device__ __forceinline__ void tile_f32(const float *A, int lda, const float *B, int ldb,
+                                         int m0, int n0, int k0, int k1, float acc[TM][4])
 {
 #pragma unroll 1
     for (int k = k0; k < k1; k += 4) {
-        float4 b[4], a[8];
+        float4 b[4];
 #pragma unroll
         for (int q = 0; q < 4; q++)
             b[q] = __ldg(reinterpret_cast<const float4 *>(B + (int64_t)(k + q) * ldb + n0));
 #pragma unroll
-        for (int i = 0; i < 8; i++)
-            a[i] = *reinterpret_cast<const float4 *>(A + (m0 + i) * lda + k);
+        for (int q = 0; q < 4; q++) {
+            float a[TM];
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const float av[4] = {a[i].x, a[i].y, a[i].z, a[i].w};
+            for (int i = 0; i < TM; i++)
+                a[i] = A[(m0 + i) * lda + k + q];
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                acc[i][0] += av[q] * b[q].x;
-                acc[i][1] += av[q] * b[q].y;
-                acc[i][2] += av[q] * b[q].z;
-                acc[i][3] += av[q] * b[q].w;
+            for (int i = 0; i < TM; i++) {
+                acc[i][0] += a[i] * b[q].x;
+                acc[i][1] += a[i] * b[q].y;
+                acc[i][2] += a[i] * b[q].z;
+                acc[i][3] += a[i] * b[q].w;
             }
         }
     }
 }
 
-/* float32 FMA GEMM with 8 x 4 tiles; false if the shape does not suit it (caller falls back).
- * scratch: (split - 1) * M * N floats of shared memory the block may use, or nullptr. */
-__device__ __forceinline__ bool block_gemm_f32_8x4(int M, int N, int K, const float *A, int lda,
-                                                   const float *B, int ldb, float *C, int ldc,
-                                                   bool accumulate, float *scratch,
-                                                   int scratch_len)
+/* One TM x 4 tiling of the block GEMM, K split `split` ways (see block_gemm_f32). */
+template <int TM>
+__device__ __forceinline__ void block_gemm_f32_tiles(int M, int N, int K, const float *A, int lda,
+                                                     const float *B, int ldb, float *C, int ldc,
+                                                     bool accumulate, int split, float *scratch)
 {
-    if (M % 8 || N % 4 || K % 4)
-        return false;
-    const int tn = N / 4, tiles = (M / 8) * tn, nt = blockDim.x;
-    int split = 1;
-    if (tiles * 2 <= nt && scratch)
-        for (int s = nt / tiles; s > 1; s--)
-            if (K % (4 * s) == 0 && (s - 1) * M * N <= scratch_len) {
-                split = s;
-                break;
-            }
-    if (split == 1 && tiles * 2 <= nt)
-        return false; /* too few tiles: half the block would idle */
+    const int tn = N / 4, tiles = (M / TM) * tn, nt = blockDim.x;
     if (split == 1) {
         for (int t = threadIdx.x; t < tiles; t += nt) {
-            const int m0 = (t / tn) * 8, n0 = (t % tn) * 4;
-            float acc[8][4];
+            const int m0 = (t / tn) * TM, n0 = (t % tn) * 4;
+            float acc[TM][4];
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < TM; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     acc[i][j] = accumulate ? C[(m0 + i) * ldc + n0 + j] : 0.0f;
-            tile8x4_f32(A, lda, B, ldb, m0, n0, 0, K, acc);
+            tile_f32<TM>(A, lda, B, ldb, m0, n0, 0, K, acc);
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < TM; i++)
                 *reinterpret_cast<float4 *>(C + (m0 + i) * ldc + n0) =
                     make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
         }
-        return true;
+        return;
     }
     /* split K: group g sums k in [g K/split, (g+1) K/split); groups 1.. park their partial
      * sums in scratch; group 0 adds them in group order */
     const int t = threadIdx.x % tiles, g = threadIdx.x / tiles, kq = K / split;
-    const int m0 = (t / tn) * 8, n0 = (t % tn) * 4;
-    float acc[8][4];
+    const int m0 = (t / tn) * TM, n0 = (t % tn) * 4;
+    float acc[TM][4];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
     if (g < split) {
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                acc[i][j] = 0.0f;
-        tile8x4_f32(A, lda, B, ldb, m0, n0, g * kq, (g + 1) * kq, acc);
+        tile_f32<TM>(A, lda, B, ldb, m0, n0, g * kq, (g + 1) * kq, acc);
         if (g > 0)
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < TM; i++)
                 *reinterpret_cast<float4 *>(scratch + (size_t)(g - 1) * M * N + (m0 + i) * N +
                                             n0) =
                     make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
@@ -189,13 +179,13 @@ __device__ __forceinline__ bool block_gemm_f32_8x4(int M, int N, int K, const fl
     if (g == 0) {
         for (int h = 1; h < split; h++)
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
+            for (int i = 0; i < TM; i++) {
                 const float4 v = *reinterpret_cast<const float4 *>(
                     scratch + (size_t)(h - 1) * M * N + (m0 + i) * N + n0);
                 acc[i][0] += v.x, acc[i][1] += v.y, acc[i][2] += v.z, acc[i][3] += v.w;
             }
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < TM; i++) {
             float *c = C + (m0 + i) * ldc + n0;
             const float4 old = accumulate ? *reinterpret_cast<const float4 *>(c)
                                           : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -203,6 +193,31 @@ __device__ __forceinline__ bool block_gemm_f32_8x4(int M, int N, int K, const fl
                                                          old.z + acc[i][2], old.w + acc[i][3]);
         }
     }
+}
+
+/* float32 FMA GEMM: 8 x 4 tiles when there are enough of them for the block, else 4 x 4; K is
+ * split between thread groups while that keeps more threads busy and the partial sums fit in
+ * `scratch` (scratch_len floats). False if the shape does not suit (caller falls back). */
+__device__ __forceinline__ bool block_gemm_f32(int M, int N, int K, const float *A, int lda,
+                                               const float *B, int ldb, float *C, int ldc,
+                                               bool accumulate, float *scratch, int scratch_len)
+{
+    if (M % 8 || N % 4 || K % 4)
+        return false;
+    const int nt = blockDim.x;
+    const int tm = (M / 8) * (N / 4) * 2 > nt ? 8 : 4;
+    const int tiles = (M / tm) * (N / 4);
+    int split = 1;
+    if (scratch)
+        for (int s = nt / tiles; s > 1; s--)
+            if (K % (4 * s) == 0 && (s - 1) * M * N <= scratch_len) {
+                split = s;
+                break;
+            }
+    if (tm == 8)
+        block_gemm_f32_tiles<8>(M, N, K, A, lda, B, ldb, C, ldc, accumulate, split, scratch);
+    else
+        block_gemm_f32_tiles<4>(M, N, K, A, lda, B, ldb, C, ldc, accumulate, split, scratch);
     return true;
 }
 
@@ -219,8 +234,7 @@ __device__ __forceinline__ void block_gemm(int M, int N, int K, const REAL *A, i
             block_gemm_tf32x3(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
             return;
         }
-        if (block_gemm_f32_8x4(M, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch,
-                               scratch_len))
+        if (block_gemm_f32(M, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch, scratch_len))
             return;
     }
     block_gemm_fma<REAL>(M, N, K, A, lda, B, ldb, C, ldc, accumulate);

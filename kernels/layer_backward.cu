@@ -233,7 +233,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             REAL *in = (REAL *)(smem + lay.off_act[k]);
             REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]), *out = (REAL *)(smem + lay.off_act[k + 1]);
             block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
-                             pre, lay.ld[k + 1], false, a.tf32);
+                             pre, lay.ld[k + 1], false, a.tf32, sR /* free until the rounds */,
+                             lay.EC * lay.ldr);
             __syncthreads();
             const int w = L.size[k + 1];
             for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
@@ -304,7 +305,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             __syncthreads();
             REAL *nx = bufs[which];
             block_gemm<REAL>(np, L.pad[k], L.pad[k + 1], cur, ldc, L.mlp_wtp[k], L.pad[k], nx,
-                             lay.ldm, false, a.tf32);
+                             lay.ldm, false, a.tf32, sDYw /* folded into sY above */,
+                             lay.EC * kWarps * lay.nsh);
             cur = nx;
             ldc = lay.ldm;
             which ^= 1;

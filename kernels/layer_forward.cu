@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         for (int k = 0; k + 1 < K; k++) {
             REAL *in = (REAL *)(smem + lay.off_act[k]), *out = (REAL *)(smem + lay.off_act[k + 1]);
             block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
-                             out, lay.ld[k + 1], false, a.tf32);
+                             out, lay.ld[k + 1], false, a.tf32, sR /* free until the rounds */,
+                             lay.EC * lay.ldr);
             __syncthreads();
             const int w = L.size[k + 1];
             for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
