@@ -185,6 +185,14 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
             s->EC_bwd = ec;
             break;
         }
+    /* measurement overrides (bench/NOTES.md): FNQ_EC_FWD / FNQ_EC_BWD = edges per super-chunk */
+    for (auto [name, ec] : {std::pair<const char *, int *>{"FNQ_EC_FWD", &s->EC_fwd},
+                            std::pair<const char *, int *>{"FNQ_EC_BWD", &s->EC_bwd}})
+        if (const char *v = getenv(name)) {
+            const int want = atoi(v);
+            if (want >= 16 && want <= 128 && want % 16 == 0)
+                *ec = want;
+        }
     s->smem_fwd = fwd_bytes(s->EC_fwd);
     s->smem_bwd = bwd_bytes(s->EC_bwd);
     if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
