@@ -11,9 +11,9 @@ import json
 import time
 
 import numpy as np
-from ase.build import bulk
 
 from fusednequip import FusedNequIPCalculator
+from si_workload import ase_step_fn, si_crystal
 
 
 def main():
@@ -28,16 +28,9 @@ def main():
     calc = FusedNequIPCalculator(args.model, device=args.device, dtype=args.dtype)
     rng = np.random.default_rng(0)
     for rep in (int(s) for s in args.sizes.split(",")):
-        atoms = bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
+        atoms = si_crystal(rep)
         atoms.calc = calc
-        base = atoms.positions.copy()
-
-        def step():
-            atoms.positions = base + rng.normal(0.0, 0.01, base.shape)
-            atoms.get_potential_energy()
-            atoms.get_forces()
-            atoms.get_stress()
-
+        step = ase_step_fn(atoms, rng)
         step()  # warm-up
         n, t0 = 0, time.perf_counter()
         while True:

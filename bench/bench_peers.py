@@ -34,12 +34,9 @@ import time
 
 import numpy as np
 
+from si_workload import ase_step_fn, si_crystal
+
 PEERS = ("fnq", "nequix-jax", "nequix-torch", "nequix-oeq")
-
-
-def si_crystal(rep):
-    from ase.build import bulk
-    return bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
 
 
 def median_seconds(fn, min_seconds, max_repeats):
@@ -56,17 +53,6 @@ def median_seconds(fn, min_seconds, max_repeats):
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times), len(times)
-
-
-def ase_step_fn(atoms, rng):
-    base = atoms.positions.copy()
-
-    def step():
-        atoms.positions = base + rng.normal(0.0, 0.01, base.shape)
-        atoms.get_potential_energy()
-        atoms.get_forces()
-        atoms.get_stress()
-    return step
 
 
 def emit(rec):
