@@ -20,7 +20,7 @@ static void usage(FILE *out)
             "       fusednequip eval [--dtype float32|float64] [--device auto|cpu|cuda]\n"
             "                        [--min-distance A] [--max-neighbors N] MODEL STRUCTURE.xyz\n"
             "\n"
-            "MODEL is a file (.nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
+            "MODEL is a file (.fnqm, .nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
             "(default %s).\n"
             "eval prints JSON: energy (eV), energies (eV per atom), forces (eV/A), stress\n"
             "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n",

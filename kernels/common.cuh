@@ -51,7 +51,7 @@ template <typename REAL> __device__ __forceinline__ REAL act_apply(int kind, REA
     switch (kind) {
     case 1: v = x / (REAL(1) + dexp(-x)); break;
     case 2: v = dtanh(x); break;
-    case 3: v = (x > REAL(30) ? x : dlog1p(dexp(x))) - REAL(0.69314718055994530942); break;
+    case 3: v = (x > REAL(20) ? x : dlog1p(dexp(x))) - REAL(0.69314718055994530942); break; /* torch: threshold 20 */
     case 4: v = x < REAL(0) ? -x : x; break;
     case 5: v = REAL(1) / (REAL(1) + dexp(-x)); break;
     default: v = x; break;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what building fusednequip needs on Debian 12 (or Ubuntu), then configure and build
 # into ./build. With --python, also make build/venv with the packages the Python tests use
-# (ASE, NumPy, pytest, from the package registry). Safe to run again.
+# (ASE, NumPy, pytest, from the package registry), and install Debian's torch and PyYAML for
+# the system Python, which the NequIP 0.6 converter test uses. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ with_python=0
 [ "${1:-}" = "--python" ] && with_python=1
 
 packages=(build-essential cmake libcjson-dev python3 python3-venv)
+if ((with_python)); then packages+=(python3-torch python3-yaml python3-numpy); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

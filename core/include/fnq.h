@@ -76,7 +76,9 @@ enum fnq_dtype {
 enum fnq_device {
     FNQ_DEVICE_CPU = 0,
     FNQ_DEVICE_CUDA = 1,
-    FNQ_DEVICE_AUTO = 2 /* the GPU when this build has CUDA and a GPU is present, else the CPU */
+    FNQ_DEVICE_AUTO = 2 /* the GPU when this build has CUDA, a GPU is present and the CUDA
+                           backend supports the model; else the CPU (with a warning through
+                           the log callback when the model was the reason) */
 };
 
 struct fnq_model; /* opaque, read-only after loading */
@@ -104,8 +106,9 @@ FNQ_API int32_t fnq_element_z(const char *symbol);
 /* ---- models ---- */
 
 /*
- * Load a model file (a Nequix .nqx file; docs/model-format.md). `path` is a file path; a bare
- * name such as "nequix-mp-1" is also looked up (with the extension added) in
+ * Load a model file (a .fnqm file, e.g. a converted NequIP model, or a Nequix .nqx file;
+ * docs/model-format.md). `path` is a file path; a bare
+ * name such as "nequix-mp-1" is also looked up (with .nqx or .fnqm added) in
  * $FUSEDNEQUIP_MODEL_DIR, then in the default model directory fnq_default_model_dir(), and in
  * their nequix/ and nequip/ subdirectories.
  */
@@ -136,6 +139,10 @@ FNQ_API enum fnq_status fnq_model_describe(const struct fnq_model *model, char *
 
 /* ---- evaluation contexts ---- */
 
+/* A context on `device`. FNQ_DEVICE_CUDA with a model the CUDA backend does not support
+ * (irreps beyond l = 3, too many basis functions, too wide an MLP, ...) fails with
+ * FNQ_STATUS_UNSUPPORTED and a message naming the feature; FNQ_DEVICE_AUTO then uses the CPU
+ * instead, warning through the log callback (fnq_ctx_device() tells which it got). */
 FNQ_API enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
                                      int32_t device_id, enum fnq_dtype dtype,
                                      struct fnq_ctx **out);

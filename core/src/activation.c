@@ -16,7 +16,7 @@ double fnq__act_apply(struct fnq_activation a, double x)
     switch (a.kind) {
     case FNQ_ACT_SILU: v = x / (1.0 + exp(-x)); break;
     case FNQ_ACT_TANH: v = tanh(x); break;
-    case FNQ_ACT_SSP: v = (x > 30.0 ? x : log1p(exp(x))) - log(2.0); break;
+    case FNQ_ACT_SSP: v = (x > 20.0 ? x : log1p(exp(x))) - log(2.0); break;
     case FNQ_ACT_ABS: v = fabs(x); break;
     case FNQ_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-x)); break;
     default: v = x; break;

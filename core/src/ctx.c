@@ -41,7 +41,8 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
 
     const struct fnq_backend_i *cuda = fnq__backend_cuda_get();
-    if (device == FNQ_DEVICE_AUTO)
+    const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
+    if (automatic)
         device = (cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
     if (device == FNQ_DEVICE_CUDA && !cuda)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
@@ -61,6 +62,18 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     c->limits.min_distance = 0.1;
     c->limits.max_neighbors = 1024;
     enum fnq_status st = c->backend->init(model, dtype, device_id, &c->state);
+    if (st == FNQ_STATUS_UNSUPPORTED && automatic && device == FNQ_DEVICE_CUDA) {
+        /* device "auto" means "the best device that can run this model": a model the CUDA
+         * kernels do not cover (e.g. l > 3) runs on the CPU, and says so once */
+        fnq__log(FNQ_LOG_WARN, "device auto: the CUDA backend cannot run model %s (%s); using "
+                               "the CPU",
+                 model->source, fnq_last_error());
+        fnq__clear_error();
+        c->device = FNQ_DEVICE_CPU;
+        c->dtype = default_dtype ? FNQ_DTYPE_F64 : dtype;
+        c->backend = &fnq__backend_cpu;
+        st = c->backend->init(model, c->dtype, device_id, &c->state);
+    }
     if (st != FNQ_STATUS_OK) {
         free(c);
         return st;

@@ -197,6 +197,13 @@ int fnq__linear_build(struct fnq_linear *lin, const struct fnq_irreps *in,
  * weights follow the sorted path order (Nequix) instead of the creation order (NequIP). */
 int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irreps *allowed,
                   int32_t sh_natural_parity, int jax_order, int weights_sorted);
+/* Paths given explicitly (a .fnqm file), in the order of their radial weights; inside each
+ * message block, channels are assigned in list order. layer->in and layer->mid must be set and
+ * the spec checked by the caller (block indices, selection rules, multiplicities). */
+struct fnq_path_spec {
+    int32_t in_block, l_sh, mid_block;
+};
+int fnq__tp_set_paths(struct fnq_layer *layer, int32_t n, const struct fnq_path_spec *spec);
 
 /* y += linear(x), dx += linear^T(dy) in double, for one atom of species t */
 void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,

@@ -188,6 +188,69 @@ static int irrep_key(int32_t l, int32_t parity, int jax_order)
     return l * 4 + (pkey + 1);
 }
 
+/* Clebsch-Gordan terms of one path, scaled by the uvu path coefficient sqrt(2 l3 + 1), grouped
+ * by (m1, m3) so that the kernels do one channel-vector update per pair */
+static int path_cg_terms(struct fnq_tp_path *path)
+{
+    int d1 = 2 * path->l1 + 1, d2 = 2 * path->l2 + 1, d3 = 2 * path->l3 + 1;
+    double *c = malloc(sizeof(double) * (size_t)(d1 * d2 * d3));
+    path->terms = calloc((size_t)(d1 * d2 * d3), sizeof(struct fnq_cg_term));
+    path->pairs = calloc((size_t)(d1 * d3), sizeof(struct fnq_cg_pair));
+    if (!c || !path->terms || !path->pairs) {
+        free(c);
+        return -1;
+    }
+    fnq__cg_real(path->l1, path->l2, path->l3, c);
+    double coef = sqrt((double)d3);
+    for (int m1 = 0; m1 < d1; m1++)
+        for (int m3 = 0; m3 < d3; m3++) {
+            int first = path->n_terms;
+            for (int m2 = 0; m2 < d2; m2++) {
+                double v = c[(m1 * d2 + m2) * d3 + m3];
+                if (v == 0.0)
+                    continue;
+                path->terms[path->n_terms].m2 = m2;
+                path->terms[path->n_terms].c = v * coef;
+                path->n_terms++;
+            }
+            if (path->n_terms > first) {
+                struct fnq_cg_pair *pr = &path->pairs[path->n_pairs++];
+                pr->m1 = m1;
+                pr->m3 = m3;
+                pr->first = first;
+                pr->count = path->n_terms - first;
+            }
+        }
+    free(c);
+    return 0;
+}
+
+int fnq__tp_set_paths(struct fnq_layer *layer, int32_t n, const struct fnq_path_spec *spec)
+{
+    layer->paths = calloc((size_t)(n > 0 ? n : 1), sizeof(struct fnq_tp_path));
+    if (!layer->paths)
+        return -1;
+    layer->n_paths = n;
+    int32_t chan[FNQ_MAX_BLOCKS] = {0}, w_offset = 0;
+    for (int32_t s = 0; s < n; s++) {
+        struct fnq_tp_path *path = &layer->paths[s];
+        const struct fnq_irrep_block *bi = &layer->in.block[spec[s].in_block];
+        path->l1 = bi->l;
+        path->l2 = spec[s].l_sh;
+        path->l3 = layer->mid.block[spec[s].mid_block].l;
+        path->in_block = spec[s].in_block;
+        path->out_block = spec[s].mid_block;
+        path->out_chan = chan[spec[s].mid_block];
+        path->mul = bi->mul;
+        path->w_offset = w_offset;
+        chan[spec[s].mid_block] += bi->mul;
+        w_offset += bi->mul;
+        if (path_cg_terms(path) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irreps *allowed,
                   int32_t sh_natural_parity, int jax_order, int weights_sorted)
 {
@@ -261,41 +324,9 @@ int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irr
     }
     fnq__irreps_finalize(mid);
 
-    /* Clebsch-Gordan terms, scaled by the uvu path coefficient sqrt(2 l3 + 1), grouped by
-     * (m1, m3) so that the kernels do one channel-vector update per pair */
-    for (int32_t s = 0; s < n; s++) {
-        struct fnq_tp_path *path = &layer->paths[s];
-        int d1 = 2 * path->l1 + 1, d2 = 2 * path->l2 + 1, d3 = 2 * path->l3 + 1;
-        double *c = malloc(sizeof(double) * (size_t)(d1 * d2 * d3));
-        path->terms = calloc((size_t)(d1 * d2 * d3), sizeof(struct fnq_cg_term));
-        path->pairs = calloc((size_t)(d1 * d3), sizeof(struct fnq_cg_pair));
-        if (!c || !path->terms || !path->pairs) {
-            free(c);
+    for (int32_t s = 0; s < n; s++)
+        if (path_cg_terms(&layer->paths[s]) != 0)
             return -1;
-        }
-        fnq__cg_real(path->l1, path->l2, path->l3, c);
-        double coef = sqrt((double)d3);
-        for (int m1 = 0; m1 < d1; m1++)
-            for (int m3 = 0; m3 < d3; m3++) {
-                int first = path->n_terms;
-                for (int m2 = 0; m2 < d2; m2++) {
-                    double v = c[(m1 * d2 + m2) * d3 + m3];
-                    if (v == 0.0)
-                        continue;
-                    path->terms[path->n_terms].m2 = m2;
-                    path->terms[path->n_terms].c = v * coef;
-                    path->n_terms++;
-                }
-                if (path->n_terms > first) {
-                    struct fnq_cg_pair *pr = &path->pairs[path->n_pairs++];
-                    pr->m1 = m1;
-                    pr->m3 = m3;
-                    pr->first = first;
-                    pr->count = path->n_terms - first;
-                }
-            }
-        free(c);
-    }
     return 0;
 }
 

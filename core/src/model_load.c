@@ -1,7 +1,7 @@
 /*
  * model_load.c: fnq_model_load and the model getters. A model file is one JSON header line
- * followed by .npy array records (Nequix .nqx); the header decides which reader builds the
- * model.
+ * followed by .npy array records: our own .fnqm (header "format": "fusednequip-model") or a
+ * Nequix .nqx (a training config); the header decides which reader builds the model.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fnqm.h"
 #include "loader.h"
 #include "status.h"
 
@@ -206,8 +207,8 @@ static enum fnq_status load_buffer(const char *path, const uint8_t *buf, size_t 
     const uint8_t *nl = memchr(buf, '\n', size);
     if (size == 0 || buf[0] != '{')
         return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: not a model file: a Nequix .nqx file starts with a JSON header "
-                         "line",
+                         "%s: not a model file: .fnqm and Nequix .nqx files start with a JSON "
+                         "header line (convert NequIP files with fusednequip-convert)",
                          file);
     if (!nl)
         return fnq__fail(FNQ_STATUS_FORMAT,
@@ -223,7 +224,13 @@ static enum fnq_status load_buffer(const char *path, const uint8_t *buf, size_t 
     struct fnq_leaf_reader r = {file, buf, size, (size_t)(nl - buf) + 1, 0, 0};
     enum fnq_status st;
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(header, "format");
-    if (cJSON_IsString(format))
+    if (cJSON_IsString(format) && strcmp(format->valuestring, FNQM_FORMAT) == 0) {
+        struct fnqm_arrays arrays;
+        st = fnq__fnqm_arrays_read(header, file, buf, size, r.offset, &arrays);
+        if (st == FNQ_STATUS_OK)
+            st = fnq__fnqm_build(header, &arrays, m);
+        fnq__fnqm_arrays_free(&arrays);
+    } else if (cJSON_IsString(format))
         st = fnq__fail(FNQ_STATUS_UNSUPPORTED, "%s: model format '%s' is not supported by this "
                                                "version of fusednequip",
                        file, format->valuestring);
@@ -322,8 +329,8 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
         fnq__irreps_format(&L->in, a, sizeof(a));
         fnq__irreps_format(&L->mid, b, sizeof(b));
         fnq__irreps_format(&L->out, c, sizeof(c));
-        PUT("layer %d: %s -> messages %s (%d paths, %d radial weights) -> %s\n", i, a, b,
-            L->n_paths, L->radial.size[L->radial.n_layers], c);
+        PUT("layer %d: %s -> messages %s (%d paths, %d radial weights) -> %s%s\n", i, a, b,
+            L->n_paths, L->radial.size[L->radial.n_layers], c, L->resnet ? " (+ resnet)" : "");
     }
     PUT("%s\nspecies (%d):", m->notes, m->n_species);
     for (int32_t t = 0; t < m->n_species; t++)

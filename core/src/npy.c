@@ -93,6 +93,12 @@ int fnq__npy_parse(const uint8_t *buf, size_t size, size_t offset, struct fnq_np
         }
         rec->shape[rec->ndim++] = v;
         rec->count *= v;
+        if (rec->count > (long long)size) { /* more elements than bytes: corrupt, and would
+                                              * overflow the size computation below */
+            snprintf(why, why_cap, "array at byte %zu declares more elements than the file has "
+                                   "bytes (corrupt file)", offset);
+            return -1;
+        }
         s = end;
     }
     if (strcmp(rec->descr, "<f4") == 0 || strcmp(rec->descr, "<i4") == 0)

@@ -6,14 +6,17 @@ from .model import Context, Model
 
 
 class FusedNequIPCalculator(Calculator):
-    """ASE calculator for NequIP-family models (Nequix .nqx files) evaluated by libfusednequip.
+    """ASE calculator for NequIP-family models (.fnqm files, e.g. converted NequIP models, and
+    Nequix .nqx files) evaluated by libfusednequip.
 
     Parameters
     ----------
     model : str or Model
         A model file, a model name looked up in $FUSEDNEQUIP_MODEL_DIR, or a loaded Model.
     device : "auto" | "cpu" | "cuda"
-        "auto" takes the GPU when the library was built with CUDA and one is present.
+        "auto" takes the GPU when the library was built with CUDA, one is present and the
+        CUDA backend supports the model; otherwise the CPU (with a warning on stderr when the
+        model was the reason).
     dtype : None | "float32" | "float64"
         None: float64 on the CPU, float32 on the GPU.
 

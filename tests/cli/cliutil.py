@@ -37,6 +37,16 @@ def run(*args, check=True):
     return p.returncode, p.stdout, p.stderr
 
 
+def expect(c, label, args, code, *needles):
+    """Run the CLI expecting exit `code` and a message on stderr containing every needle."""
+    rc, out, err = run(*args, check=False)
+    c.check(rc == code, f"{label}: exit code {rc}, expected {code} (stderr: {err.strip()})")
+    c.check(rc >= 0, f"{label}: killed by signal {-rc}")
+    for n in needles:
+        c.check(n in err, f"{label}: message lacks {n!r}: {err.strip()}")
+    print(f"{label}: exit {rc}: {err.strip()}")
+
+
 def eval_frames(model, xyz_path, *opts):
     _, out, _ = run("eval", *opts, model, xyz_path)
     return [json.loads(line) for line in out.splitlines() if line.strip()]

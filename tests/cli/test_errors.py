@@ -7,18 +7,9 @@ import os
 import shutil
 import tempfile
 
-from cliutil import Checker, model_dir, run, write_xyz
+from cliutil import Checker, expect, model_dir, run, write_xyz
 
 CELL = [[0.0, 2.715, 2.715], [2.715, 0.0, 2.715], [2.715, 2.715, 0.0]]
-
-
-def expect(c, label, args, code, *needles):
-    rc, out, err = run(*args, check=False)
-    c.check(rc == code, f"{label}: exit code {rc}, expected {code} (stderr: {err.strip()})")
-    c.check(rc >= 0, f"{label}: killed by signal {-rc}")
-    for n in needles:
-        c.check(n in err, f"{label}: message lacks {n!r}: {err.strip()}")
-    print(f"{label}: exit {rc}: {err.strip()}")
 
 
 def main():

@@ -1,0 +1,95 @@
+"""fusednequip-convert: NequIP model files -> .fnqm (docs/model-format.md).
+
+The kind of input is recognised from its contents, not its name:
+  * a TorchScript archive with nequip 0.5/0.6 metadata (`nequip-deploy build`): torch only;
+  * a torch.package archive (`nequip-package build`, .nequip.zip) or a training checkpoint
+    (.ckpt) of nequip >= 0.7: needs the nequip package.
+Exit status: 0 converted, 1 usage error, 2 the file cannot be converted (message on stderr).
+"""
+import argparse
+import os
+import sys
+import zipfile
+
+from .nequip_common import ConversionError
+
+
+def detect(path):
+    """'classic' | 'current' from the archive's member names."""
+    if not os.path.isfile(path):
+        raise ConversionError(f"{path}: no such file")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ConversionError(f"{path}: not a NequIP model file: expected a zip archive "
+                              f"(deployed .pth, .nequip.zip or .ckpt), {err}") from err
+    if bad is not None:
+        raise ConversionError(f"{path}: archive member {bad} is corrupt (CRC mismatch)")
+    if any(n.endswith("/code/__torch__.py") or "/code/__torch__/" in n for n in names):
+        if any(n.endswith("/extra/config") for n in names):
+            return "classic"
+        raise ConversionError(f"{path}: a TorchScript file without nequip 0.5/0.6 'config' "
+                              f"metadata (a nequip >= 0.7 compiled .nequip.pth holds no "
+                              f"configuration: convert its .nequip.zip package or checkpoint)")
+    if any(n.endswith(".data/version") for n in names) or any(n.endswith("/data.pkl")
+                                                             for n in names):
+        return "current"
+    raise ConversionError(f"{path}: a zip archive that is neither a TorchScript nor a torch "
+                          f"archive: not a NequIP model file")
+
+
+def convert(path, out, species=None):
+    """Convert `path` into the .fnqm file `out`; returns the kind that was read."""
+    kind = detect(path)
+    try:
+        if kind == "classic":
+            from .nequip_classic import convert_classic
+            model = convert_classic(path, species)
+        else:
+            from .nequip_current import convert_current
+            model = convert_current(path, species)
+    except ConversionError as err:
+        if str(err).startswith(str(path)):
+            raise
+        raise ConversionError(f"{path}: {err}") from err
+    except Exception as err:  # noqa: BLE001 - a file that loads but is not what it claims
+        raise ConversionError(f"{path}: unexpected contents for a nequip {kind} model "
+                              f"({type(err).__name__}: {err})") from err
+    model.write(out)
+    return kind
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="fusednequip-convert",
+        description="Convert a NequIP model (0.5/0.6 deployed .pth; >= 0.7 .nequip.zip or "
+                    ".ckpt) into a fusednequip .fnqm model file.")
+    ap.add_argument("input", help="nequip model file")
+    ap.add_argument("output", nargs="?", help="output .fnqm file (default: input name with "
+                                              ".fnqm)")
+    ap.add_argument("--species", help="element symbols of the model's types, in type order, "
+                                      "comma-separated (when type names are not elements)")
+    args = ap.parse_args(argv)
+    out = args.output
+    if out is None:
+        base = os.path.basename(args.input)
+        for ext in (".nequip.zip", ".nequip.pth", ".pth", ".ckpt", ".zip"):
+            if base.endswith(ext):
+                base = base[: -len(ext)]
+                break
+        out = os.path.join(os.path.dirname(args.input), base + ".fnqm")
+    species = args.species.split(",") if args.species else None
+    try:
+        kind = convert(args.input, out, species)
+    except ConversionError as err:
+        print(f"fusednequip-convert: error: {err}", file=sys.stderr)
+        return 2
+    print(f"fusednequip-convert: wrote {out} (from a nequip "
+          f"{'0.5/0.6 deployed' if kind == 'classic' else '>= 0.7'} file)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""What classic (0.6) and current (>= 0.7) NequIP have in common: given the pieces a reader
+took out of a model file, lay the network out with e3nn's rules (e3nn_layout) and write the
+.fnqm description, checking every weight count against the layout on the way."""
+import math
+
+import numpy as np
+
+from .e3nn_layout import conv_layer, format_irreps, linear_numel
+from .fnqm_writer import FnqmModel
+
+
+class ConversionError(Exception):
+    """A file that cannot be converted: the message names the option, field or problem."""
+
+
+def activation(name, scale=1.0):
+    return {"name": name, "scale": float(scale)}
+
+
+def _check_count(what, got, want):
+    if got != want:
+        raise ConversionError(f"{what} has {got} weights, the architecture needs {want}: the "
+                              f"file does not match its own configuration")
+
+
+def build_fnqm(d):
+    """d: dict with keys
+    family, notes, num_parameters, species, cutoff, bessel_freq, polynomial_p, lmax,
+    sh_parity ("natural"/"even"), irreps_sh, embedding_irreps, embedding [T, dim],
+    layers: list of dicts {hidden, scalar_acts, gate_acts, linear_1, sender_scale [T],
+        radial: [matrices with every scaling folded in], radial_act, linear_2,
+        self_connection (None, or f(irreps_in, irreps_gate_in) -> per-species linear weights
+        [T, n]), resnet, expect_out (optional)},
+    readout: list of (irreps_in or None for "last layer output", irreps_out, flat weights),
+    energy_scale [T], energy_shift [T].
+    """
+    T = len(d["species"])
+    f = FnqmModel()
+    h = f.header
+    h.update({"family": d["family"], "notes": d["notes"], "num_parameters": d["num_parameters"],
+              "species": list(d["species"]), "cutoff": float(d["cutoff"])})
+    bessel = np.asarray(d["bessel_freq"], dtype=np.float64).ravel()
+    h["radial_basis"] = {"n_basis": int(bessel.size),
+                         "bessel_freq": f.array("bessel_freq", bessel),
+                         "polynomial_p": float(d["polynomial_p"])}
+    h["spherical_harmonics"] = {"lmax": int(d["lmax"]), "parity": d["sh_parity"]}
+    emb = np.asarray(d["embedding"], dtype=np.float64)
+    h["embedding"] = {"irreps": format_irreps(d["embedding_irreps"]),
+                      "weights": f.array("embedding", emb.reshape(T, -1))}
+
+    prev = d["embedding_irreps"]
+    layers = []
+    for i, L in enumerate(d["layers"]):
+        where = f"layer {i}"
+        lay = conv_layer(prev, L["hidden"], d["irreps_sh"], L["scalar_acts"], L["gate_acts"],
+                         where)
+        if L.get("expect_out") is not None and L["expect_out"] != lay["irreps_out"]:
+            raise ConversionError(
+                f"{where}: the file's output irreps {format_irreps(L['expect_out'])} differ from "
+                f"the layout rules' {format_irreps(lay['irreps_out'])}")
+        p = f"layers.{i}."
+        j = {k: format_irreps(lay[k]) for k in
+             ("irreps_in", "irreps_messages", "irreps_gate_in", "irreps_out")}
+        lin1 = np.asarray(L["linear_1"], dtype=np.float64).ravel()
+        _check_count(f"{where} linear_1", lin1.size, linear_numel(prev, prev))
+        j["linear_1"] = f.array(p + "linear_1", lin1)
+        j["sender_scale"] = f.array(p + "sender_scale",
+                                    np.broadcast_to(np.asarray(L["sender_scale"], float), (T,)))
+        mats = [np.asarray(w, dtype=np.float64) for w in L["radial"]]
+        if mats[0].shape[0] != bessel.size or mats[-1].shape[1] != lay["n_radial_weights"] or \
+                any(a.shape[1] != b.shape[0] for a, b in zip(mats, mats[1:])):
+            raise ConversionError(
+                f"{where}: radial MLP shapes {[m.shape for m in mats]} do not lead from "
+                f"{bessel.size} basis functions to the {lay['n_radial_weights']} "
+                f"tensor-product weights of the layout")
+        j["radial_mlp"] = {"weights": [f.array(p + f"radial_mlp.{k}", m)
+                                       for k, m in enumerate(mats)],
+                           "activation": L["radial_act"]}
+        j["tensor_product"] = lay["paths"]
+        lin2 = np.asarray(L["linear_2"], dtype=np.float64).ravel()
+        _check_count(f"{where} linear_2", lin2.size,
+                     linear_numel(lay["irreps_messages"], lay["irreps_gate_in"]))
+        j["linear_2"] = f.array(p + "linear_2", lin2)
+        if L["self_connection"] is not None:
+            # a callable folds the source's self-connection into per-species linear weights,
+            # which needs this layer's input and gate-input irreps
+            sc = np.asarray(L["self_connection"](prev, lay["irreps_gate_in"]), dtype=np.float64)
+            _check_count(f"{where} self-connection", sc.shape[1],
+                         linear_numel(prev, lay["irreps_gate_in"]))
+            j["self_connection"] = f.array(p + "self_connection", sc)
+        else:
+            j["self_connection"] = None
+        j["gate"] = lay["gate"]
+        j["resnet"] = bool(L["resnet"]) and lay["irreps_out"] == prev
+        layers.append(j)
+        prev = lay["irreps_out"]
+    h["layers"] = layers
+
+    irreps, weights = [format_irreps(prev)], []
+    for k, (r_in, r_out, w) in enumerate(d["readout"]):
+        r_in = prev if r_in is None else r_in
+        w = np.asarray(w, dtype=np.float64).ravel()
+        _check_count(f"readout linear {k}", w.size, linear_numel(r_in, r_out))
+        weights.append(f.array(f"readout.{k}", w))
+        irreps.append(format_irreps(r_out))
+        prev = r_out
+    if irreps[-1] != "1x0e":
+        raise ConversionError(f"the readout ends in {irreps[-1]}, not one scalar energy")
+    h["readout"] = {"irreps": irreps, "weights": weights}
+    h["energy_scale"] = f.array("energy_scale",
+                                np.broadcast_to(np.asarray(d["energy_scale"], float), (T,)))
+    h["energy_shift"] = f.array("energy_shift",
+                                np.broadcast_to(np.asarray(d["energy_shift"], float), (T,)))
+    return f
+
+
+def fold_scalar_linear_alpha(w, alpha, fan_in):
+    """A linear layer y = x @ (w * alpha) written as an e3nn Linear, which applies
+    1/sqrt(fan_in) itself: the stored weights carry alpha * sqrt(fan_in)."""
+    return np.asarray(w, dtype=np.float64) * (float(alpha) * math.sqrt(fan_in))

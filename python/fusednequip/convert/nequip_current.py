@@ -1,0 +1,242 @@
+"""Current NequIP (>= 0.7): a `.nequip.zip` package or a training checkpoint `.ckpt`.
+
+Both are loaded with nequip's own loader (so the nequip package must be installed) into the
+eager model; the converter then reads the module tree: irreps from the modules themselves,
+weights from their parameters and buffers, the radial MLP's and readout's scale factors from
+their layers, the activations' normalisation constants from e3nn's normalize2mom objects.
+The differences from 0.6 (../shared/reference/nequip.md section 6) are data here: a type
+embedding instead of one-hot x linear, no self-connection in layer 0, plain SiLU radial MLP
+with relu gain, per-type neighbour normalisation, per-type scale/shift, no global rescale.
+"""
+import math
+
+import numpy as np
+
+from .e3nn_layout import parse_irreps, self_connection_per_species
+from .elements import is_element
+from .nequip_common import ConversionError, activation, build_fnqm, fold_scalar_linear_alpha
+
+FUNC_CHILDREN = {"type_embed", "spharm", "edge_norm", "bessel_encode", "factor",
+                 "per_atom_energy_readout", "per_type_energy_scale_shift", "total_energy_sum"}
+
+
+def _irreps(x):
+    return parse_irreps(str(x))
+
+
+def _np(t):
+    import torch
+    return t.detach().to(torch.float64).cpu().numpy()
+
+
+def _act_of(fn, where):
+    """normalize2mom-wrapped (or plain) activation -> {"name", "scale"}."""
+    import torch
+    scale = 1.0
+    inner = fn
+    if type(fn).__name__ == "normalize2mom":
+        scale = float(getattr(fn, "cst", 1.0))
+        inner = fn.f
+    name = getattr(inner, "__name__", type(inner).__name__)
+    table = {torch.nn.functional.silu: "silu", torch.tanh: "tanh", torch.abs: "abs",
+             torch.sigmoid: "sigmoid"}
+    for f, n in table.items():
+        if inner is f:
+            return activation(n, scale)
+    if "shifted_softplus" in name or "ShiftedSoftplus" in name:
+        return activation("ssp", scale)
+    raise ConversionError(f"{where}: activation {name} is not supported")
+
+
+def _load(path):
+    try:
+        import torch  # noqa: F401
+        import nequip  # noqa: F401
+        from nequip.model.saved_models import load_saved_model
+    except ImportError as err:
+        raise ConversionError(f"{path}: converting nequip >= 0.7 files needs the nequip package "
+                              f"(pip install nequip): {err}") from err
+    try:  # nequip refuses to build models before its global state (dtype, seeds) is set
+        from nequip.utils.global_state import set_global_state
+        set_global_state()
+    except ImportError:
+        pass
+    try:
+        return load_saved_model(str(path), compile_mode="eager"), nequip.__version__
+    except ConversionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - nequip/torch raise many kinds for bad files
+        raise ConversionError(f"{path}: nequip could not load it ({type(err).__name__}: "
+                              f"{str(err).strip()[:400]})") from err
+
+
+def convert_current(path, species=None):
+    graph_model, version = _load(path)
+    if isinstance(graph_model, dict) or not hasattr(graph_model, "model"):
+        raise ConversionError(f"{path}: holds several models or no GraphModel; only single "
+                              f"NequIP models are supported")
+    meta = dict(getattr(graph_model, "_metadata", {}) or {})
+    if meta.get("per_edge_type_cutoff"):
+        raise ConversionError(f"{path}: per_edge_type_cutoff is not supported")
+    top = graph_model.model
+    func = getattr(top, "func", None)
+    if func is None or type(func).__name__ != "SequentialGraphNetwork":
+        raise ConversionError(f"{path}: unexpected model structure under {type(top).__name__}; "
+                              f"only NequIPGNNModel is supported (Allegro and others are not)")
+    names = [n for n, _ in func.named_children()]
+    layer_names = [n for n in names if n.startswith("layer") and n.endswith("_convnet")]
+    for n in names:
+        if n == "pair_potential":
+            raise ConversionError(f"{path}: pair_potential ({type(getattr(func, n)).__name__}) "
+                                  f"is not supported")
+        if n not in FUNC_CHILDREN and n not in layer_names:
+            raise ConversionError(f"{path}: model part '{n}' ({type(getattr(func, n)).__name__}) "
+                                  f"is not supported (Allegro or a custom NequIP model?)")
+    if not layer_names or "type_embed" not in names:
+        raise ConversionError(f"{path}: no NequIP convolution layers found")
+
+    te = func.type_embed
+    if getattr(te, "do_categorical_graph_field_embed", False):
+        raise ConversionError(f"{path}: categorical_graph_field_embed is not supported")
+    type_names = list(graph_model.type_names or meta.get("type_names", "").split())
+    symbols = species or type_names
+    _check_elements(symbols, type_names, path)
+    T = len(type_names)
+    embed = _np(te.embed_module.weight)  # [T, F_embed]; node_attrs = node features = embedding
+
+    en = func.edge_norm
+    if getattr(en, "_per_edge_type", False):
+        raise ConversionError(f"{path}: per_edge_type_cutoff is not supported")
+    r_max = float(en.r_max)
+    be = func.bessel_encode
+    if type(be.cutoff).__name__ not in ("PolynomialCutoff", "RecursiveScriptModule") or \
+            not hasattr(be.cutoff, "p"):
+        raise ConversionError(f"{path}: cutoff {type(be.cutoff).__name__} is not supported "
+                              f"(PolynomialCutoff only)")
+    # sinc(w x) w * 2 pi / r_max^2 with x = r / r_max  ==  (2/r_max) sin(pi w r / r_max) / r
+    factor = float(func.factor.factor)
+    if not math.isclose(factor, 2 * math.pi / r_max ** 2, rel_tol=1e-12):
+        raise ConversionError(f"{path}: edge-embedding factor {factor} is not 2 pi / r_max^2")
+    bessel = math.pi * _np(be.bessel_weights).ravel()
+
+    sh_mod = func.spharm
+    sh = sh_mod.sh
+    if not bool(sh.normalize) or sh.normalization != "component":
+        raise ConversionError(f"{path}: spherical harmonics with normalize={sh.normalize}, "
+                              f"normalization={sh.normalization} are not supported")
+    irreps_sh = _irreps(sh_mod.irreps_edge_sh)
+    lmax = max(l for _, l, _ in irreps_sh)
+    sh_parity = "natural" if lmax == 0 or irreps_sh[1][2] == -1 else "even"
+
+    layers = []
+    emb_irreps = _irreps(te.irreps_out["node_features"])
+    for i, n in enumerate(layer_names):
+        if n != f"layer{i}_convnet":
+            raise ConversionError(f"{path}: layer modules out of order ({n})")
+        layer = getattr(func, n)
+        where = f"{path}: {n}"
+        if type(layer.equivariant_nonlin).__name__ != "Gate":
+            raise ConversionError(f"{where}: convnet_nonlinearity_type "
+                                  f"'{type(layer.equivariant_nonlin).__name__}' is not supported "
+                                  f"(only 'gate')")
+        conv = layer.conv
+        gate = layer.equivariant_nonlin
+        scalar_acts = [_act_of(a, f"{where} scalar activation") for a in gate.act_scalars.acts]
+        gate_acts = [_act_of(a, f"{where} gate activation") for a in gate.act_gates.acts]
+        radial, radial_act = _scalar_mlp(conv.edge_mlp, where + " radial MLP")
+        norm = _np(conv.avg_num_neighbors_norm.norm_const).ravel()
+        for lin in (conv.linear_1, conv.linear_2):
+            if getattr(lin, "bias", None) is not None and lin.bias.numel() > 0:
+                raise ConversionError(f"{where}: linear biases are not supported")
+        sc = None
+        if conv.sc is not None:  # FCTP(h, type embedding) as per-species linear weights
+            sc = (lambda w: lambda irreps_in, irreps_gate_in: self_connection_per_species(
+                w, irreps_in, irreps_gate_in, embed))(_np(conv.sc.weight))
+        layers.append({
+            "hidden": _irreps(layer.feature_irreps_hidden),
+            "scalar_acts": lambda l, p, k, a=scalar_acts: a[k],
+            "gate_acts": lambda l, p, k, a=gate_acts: a[k],
+            "linear_1": _np(conv.linear_1.weight),
+            "sender_scale": norm if norm.size > 1 else float(norm[0]),
+            "radial": radial, "radial_act": radial_act,
+            "linear_2": _np(conv.linear_2.weight),
+            "self_connection": sc,
+            "resnet": bool(layer.resnet),
+            "expect_out": _irreps(layer.irreps_out["node_features"]),
+        })
+    prev = layers[-1]["expect_out"]
+
+    ro = func.per_atom_energy_readout.mlp_module
+    mats, alphas = _mlp_layers(ro, f"{path}: per_atom_energy_readout")
+    if len(mats) != 1:
+        raise ConversionError(f"{path}: readout_mlp_hidden_layers_depth = {len(mats) - 1} "
+                              f"(a readout MLP) is not supported")
+    F_last = sum(m for m, _, _ in prev)
+    if len(prev) != 1 or prev[0][1:] != (0, 1) or mats[0].shape != (F_last, 1):
+        raise ConversionError(f"{path}: the readout expects scalar features, the last layer "
+                              f"gives {prev}")
+    readout = [(None, [(1, 0, 1)], fold_scalar_linear_alpha(mats[0], alphas[0], F_last))]
+
+    ss = func.per_type_energy_scale_shift
+    scales = _np(ss.scales).ravel() if ss.has_scales else np.ones(1)
+    shifts = _np(ss.shifts).ravel() if ss.has_shifts else np.zeros(1)
+    d = {
+        "family": "nequip",
+        "notes": f"converted from nequip {version} file {str(path).rsplit('/', 1)[-1]} "
+                 f"(model_dtype {meta.get('model_dtype', '?')})",
+        "num_parameters": int(sum(p.numel() for p in graph_model.parameters())),
+        "species": list(symbols), "cutoff": r_max, "bessel_freq": bessel,
+        "polynomial_p": float(be.cutoff.p), "lmax": lmax, "sh_parity": sh_parity,
+        "irreps_sh": irreps_sh, "embedding_irreps": emb_irreps, "embedding": embed,
+        "layers": layers, "readout": readout,
+        "energy_scale": np.broadcast_to(scales, (T,)),
+        "energy_shift": np.broadcast_to(shifts, (T,)),
+    }
+    return build_fnqm(d)
+
+
+def _mlp_layers(fn, where):
+    """ScalarMLPFunction -> ([weight matrices], [alphas]); refuses biases."""
+    mlp = fn.mlp
+    if type(mlp).__name__ == "DeepLinearMLP":
+        return [_np(w) for w in mlp.weights], [float(mlp.alpha)] + [1.0] * (len(mlp.weights) - 1)
+    mats, alphas = [], []
+    for layer in mlp:
+        if type(layer).__name__ == "ScalarLinearLayer":
+            if getattr(layer, "bias", None) is not None:
+                raise ConversionError(f"{where}: MLP biases are not supported")
+            mats.append(_np(layer.weight))
+            alphas.append(float(layer.alpha))
+    return mats, alphas
+
+
+def _scalar_mlp(fn, where):
+    """The radial MLP as matrices with every scale folded in, and its hidden activation."""
+    import torch
+    mlp = fn.mlp
+    if type(mlp).__name__ == "DeepLinearMLP":
+        raise ConversionError(f"{where}: a radial MLP without nonlinearity is not supported")
+    mats, acts = [], []
+    for layer in mlp:
+        if type(layer).__name__ == "ScalarLinearLayer":
+            if getattr(layer, "bias", None) is not None:
+                raise ConversionError(f"{where}: MLP biases are not supported")
+            mats.append(_np(layer.weight) * float(layer.alpha))
+        elif isinstance(layer, torch.nn.SiLU):
+            acts.append("silu")
+        else:
+            raise ConversionError(f"{where}: MLP part {type(layer).__name__} is not supported")
+    if len(mats) > 1 and (set(acts) != {"silu"} or len(acts) != len(mats) - 1):
+        raise ConversionError(f"{where}: only SiLU between the radial MLP layers is supported")
+    return mats, activation("silu" if len(mats) > 1 else "identity")
+
+
+def _check_elements(symbols, type_names, path):
+    if len(symbols) != len(type_names):
+        raise ConversionError(f"{path}: --species gives {len(symbols)} symbols for "
+                              f"{len(type_names)} model types {type_names}")
+    for s in symbols:
+        if not is_element(s):
+            raise ConversionError(f"{path}: model type '{s}' is not an element symbol; give "
+                                  f"the elements in type order with --species (types: "
+                                  f"{' '.join(type_names)})")
