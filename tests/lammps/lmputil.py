@@ -38,7 +38,7 @@ def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=1800):
     env = dict(os.environ)
     # Open MPI: CI runs as root, and with more ranks than cores
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_mpi_yield_when_idle="1")
     if nprocs > 1:
         cmd = [os.environ.get("FNQ_MPIEXEC", "mpiexec"), "-n", str(nprocs)] + cmd
         env["OMP_NUM_THREADS"] = str(threads or 1)    # ranks share the cores
@@ -106,9 +106,9 @@ def thermo_rows(out, columns):
 
 
 def read_dump(path):
-    """{column: [values in atom-id order]} from a LAMMPS custom dump of one step."""
+    """{column: [values in atom-id order]} of the last step in a LAMMPS custom dump."""
     lines = open(path).read().splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith("ITEM: ATOMS"))
+    start = max(i for i, l in enumerate(lines) if l.startswith("ITEM: ATOMS"))
     cols = lines[start].split()[2:]
     table = {c: [] for c in cols}
     for line in lines[start + 1:]:
