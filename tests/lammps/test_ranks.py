@@ -9,6 +9,8 @@ Structures:
     4 ranks some ranks own no atom at all but still take part in every exchange. Brick only:
     LAMMPS refuses comm_style tiled when the ghost cutoff exceeds the box.
   - a rattled 512-atom Si crystal and the sheared 162-atom quartz cell: brick and tiled.
+  - float32 on 1, 2 and 4 ranks: within float32 accuracy of float64 (1e-5 relative energy,
+    1e-4 eV/A forces; the library's own float32 test uses the same bounds).
   - 10 MD steps (NVE, 1200 K, neighbour lists rebuilt as atoms move between ranks) of the 8-atom
     cube and of a 72-atom quartz cell: final energy, forces and unwrapped positions.
 The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription.
@@ -94,6 +96,21 @@ def main():
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=nprocs, comm=comm)
                 compare(c, f"{label}, {comm}, {nprocs} ranks", got, ref)
+
+    # float32 features travel as doubles in LAMMPS' buffers: converted in pack/unpack
+    quartz = triclinic_quartz()
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = single_point(tmp, quartz, ["Si", "O"])
+    for nprocs in (1, 2, 4):
+        with tempfile.TemporaryDirectory() as tmp:
+            got = single_point(tmp, quartz, ["Si", "O"], nprocs=nprocs, style_args="dtype float32")
+        de = abs(got["energy"] - ref["energy"]) / abs(ref["energy"])
+        df = max(abs(x - y) for x, y in zip(flat(got["forces"]), flat(ref["forces"])))
+        print(f"SiO2 quartz float32, brick, {nprocs} ranks vs float64: E {de:.1e} relative, "
+              f"max |dF| {df:.1e} eV/A")
+        c.check(de <= 1e-5, f"float32 on {nprocs} ranks: energy {got['energy']!r} vs float64 "
+                            f"{ref['energy']!r}")
+        c.check(df <= 1e-4, f"float32 on {nprocs} ranks: forces differ from float64 by {df:.2e}")
 
     for label, s, elements, runs in [("MD Si 8-atom cube", si8, ["Si"],
                                       [(2, "brick"), (4, "brick")]),
