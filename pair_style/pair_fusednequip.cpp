@@ -133,7 +133,9 @@ void PairFusedNequip::compute(int eflag, int vflag)
       &energy, eflag_atom ? d.atom_energies.data() : nullptr, d.forces.data(), w,
       vflag_atom ? d.atom_virial.data() : nullptr);
   if (status != FNQ_STATUS_OK)
-    error->one(FLERR, std::string("Pair fusednequip: ") + fnq_last_error());
+    error->one(FLERR,
+               "Pair fusednequip on rank " + std::to_string(comm->me) + ": " + fnq_last_error() +
+                   " (atom numbers are this rank's indices: owned atoms, then ghosts)");
 
   // forces on ghost images stay on the ghosts: LAMMPS folds them into their owners (newton on)
   double **f = atom->f;
