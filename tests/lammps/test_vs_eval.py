@@ -10,7 +10,8 @@ the test that produced them (atol = rtol = 1e-5; they are float32 results), afte
 references into LAMMPS' frame.
 
 "Relative" here: the largest difference over the array divided by the largest magnitude in it
-(1e-3 eV/A at least, since the relaxed cell has zero forces by symmetry).
+(1e-3 eV/A at least, since the relaxed cell has zero forces by symmetry). LAMMPS must report
+a ghost cutoff of cutoff + skin (8 A): no wider shell is needed with the per-layer exchange.
 """
 import json
 import os
@@ -87,6 +88,9 @@ def main():
             write_xyz(xyz, s["symbols"], s["positions"], s["cell"], s["pbc"])
             ref = eval_frames("nequix-mp-1", xyz, "--dtype", "float64", "--device", "cpu")[0]
         compare(c, label, got, ref)
+        # the per-layer exchange keeps the ghost shell at cutoff + skin (6 + 2 A)
+        c.check("ghost atom cutoff = 8\n" in got["output"],
+                f"{label}: LAMMPS did not report a ghost atom cutoff of 8 A")
         if pub:
             compare_published(c, label, got, pub[0], pub[1], volume(s["cell"]))
     c.finish()
