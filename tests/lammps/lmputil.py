@@ -29,7 +29,7 @@ def lmp():
     return exe
 
 
-def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=1800):
+def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
     """Run `deck` (text) in workdir on nprocs MPI ranks; returns (exit code, stdout+stderr)."""
     path = os.path.join(workdir, "in.test")
     with open(path, "w") as f:
