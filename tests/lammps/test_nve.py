@@ -1,7 +1,8 @@
 """Energy conservation: NVE of diamond Si with pair_style fusednequip (float64, 1 fs steps).
-The crystal starts near equilibrium at T (atoms displaced at random by up to 0.1 A, velocities
-for T), so the run is not dominated by the slow kinetic/potential swings of a perfect lattice
-heating up (velocity Verlet's energy error is ~(w dt)^2 times the kinetic energy, so such
+The crystal starts near equilibrium at T (atoms displaced at random by up to 0.115 A, which
+holds about as much potential energy as the velocities for T hold kinetic energy at 600 K, so
+the mean temperature stays near T), so the run is not dominated by the slow kinetic/potential
+swings of a perfect lattice heating up (velocity Verlet's energy error is ~(w dt)^2 times the kinetic energy, so such
 swings move E_tot by ~1e-3 of the swing). E_tot is printed every 10 steps.
 
 Drift = |E_fit(end) - E_fit(start)| / N from a linear fit of E_tot(t) over the run: it must be
@@ -35,7 +36,7 @@ create_atoms 1 box
 mass 1 28.0855
 pair_style fusednequip dtype float64
 pair_coeff * * nequix-mp-1 Si
-displace_atoms all random 0.1 0.1 0.1 5873 units box
+displace_atoms all random 0.115 0.115 0.115 5873 units box
 velocity all create {temperature} 87287 mom yes rot yes dist gaussian loop geom
 timestep 0.001
 fix md all nve
