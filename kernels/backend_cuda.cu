@@ -402,7 +402,9 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
 {
     DeviceModel<REAL> &dm = s->dm;
     const int L = dm.n_layers;
-    const bool ghosts = na > nl;
+    /* A caller's comm is collective: every layer exchanges, also on a rank without ghosts,
+     * whose owned rows may still receive gradients from other ranks' ghosts. */
+    const bool ghosts = fnq__exchange_needed(x);
     s->launches_model = 0;
     FNQ_CUDA_CHECK(cudaMemsetAsync(s->edge_grad.p, 0, sizeof(double) * 3 * (ne > 0 ? ne : 1),
                                    s->stream));
@@ -586,6 +588,8 @@ static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = g->n_local, na = g->n_all, ne = g->n_edges;
     FNQ_CHECK(reserve<REAL>(s, nl, na, ne));
+    if (x->comm) /* the exchange path, with or without ghosts here */
+        FNQ_CHECK(ensure(s->dh1, (size_t)na * s->dm.max_in, "sender-feature gradients", &s->epoch));
     cudaStream_t st = s->stream;
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, g->species, sizeof(int) * na, cudaMemcpyHostToDevice, st));
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, g->recv_start, sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Install what building fusednequip needs on Debian 12 (or Ubuntu), then configure and build
-# into ./build. With --python, also make build/venv with the packages the Python tests use
-# (ASE, NumPy, pytest, from the package registry), and install Debian's torch and PyYAML for
-# the system Python, which the NequIP 0.6 converter test uses. Safe to run again.
+# into ./build: the library, the command-line tool and the LAMMPS pair style (against the
+# distribution's LAMMPS, with its source headers from scripts/lammps-headers.sh). With --python,
+# also make build/venv with the packages the Python tests use (ASE, NumPy, pytest, from the
+# package registry), and install Debian's torch and PyYAML for the system Python, which the
+# NequIP 0.6 converter test uses. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 with_python=0
 [ "${1:-}" = "--python" ] && with_python=1
 
-packages=(build-essential cmake libcjson-dev python3 python3-venv)
+packages=(build-essential cmake libcjson-dev python3 python3-venv
+  lammps liblammps-dev openmpi-bin libopenmpi-dev)
 if ((with_python)); then packages+=(python3-torch python3-yaml python3-numpy); fi
 missing=()
 for p in "${packages[@]}"; do
@@ -23,7 +26,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$(scripts/lammps-headers.sh)")
 if ((with_python)); then
   if [ ! -f build/venv/.fnq-ready ]; then
     echo "setup: creating build/venv (ase, numpy, pytest)"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The test suite: set up, build, run every CTest test (GPU tests skip without a GPU).
+# The test suite: set up, build, run every CTest test (GPU tests skip without a GPU) except
+# those labelled slow. Arguments replace that selection and go to ctest, e.g. `-L slow` (the
+# 512-atom NVE run, ~25 minutes on 2 cores) or `-L lammps`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --python
 cd build
-ctest --output-on-failure -j 2 "$@"
+if (($#)); then args=("$@"); else args=(-LE slow); fi
+ctest --output-on-failure -j 2 "${args[@]}"

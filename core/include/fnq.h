@@ -91,6 +91,8 @@ FNQ_API const char *fnq_version_string(void);
 FNQ_API const char *fnq_status_string(enum fnq_status status);
 FNQ_API const char *fnq_dtype_name(enum fnq_dtype dtype);
 FNQ_API const char *fnq_device_name(enum fnq_device device);
+/* Number of CUDA devices this build can use (0 without the CUDA backend or without a GPU). */
+FNQ_API int32_t fnq_cuda_device_count(void);
 /* The message of the last failure in this thread ("" if none). Valid until the next call. */
 FNQ_API const char *fnq_last_error(void);
 
@@ -178,6 +180,9 @@ FNQ_API enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_
  *   forward: fill every ghost row from the row of the atom it is an image of.
  *   reverse: add every ghost row into the row of the atom it is an image of.
  * Return 0 on success; anything else aborts the evaluation with FNQ_STATUS_COMM.
+ * The calls are collective across MPI ranks: with a comm installed, every evaluation calls
+ * forward once per layer after the first and reverse once per such layer (backward pass), in
+ * the same order on every rank, also on a rank that has no ghosts or no atoms.
  */
 struct fnq_comm {
     void *user;

@@ -36,6 +36,12 @@ struct fnq_exchange {
     const int64_t *ghost_owner;   /* used when comm is NULL */
     int64_t n_local, n_all;
 };
+/* Whether a layer must exchange ghost rows. A caller's comm is collective (MPI ranks wait on
+ * each other), so it runs on every rank at every layer, also on a rank without ghosts. */
+static inline int fnq__exchange_needed(const struct fnq_exchange *x)
+{
+    return x->comm != NULL || x->n_all > x->n_local;
+}
 enum fnq_status fnq__exchange_forward(const struct fnq_exchange *x, void *rows, int32_t width,
                                       enum fnq_dtype dtype);
 enum fnq_status fnq__exchange_reverse(const struct fnq_exchange *x, void *rows, int32_t width,

@@ -28,6 +28,11 @@ struct fnq_ctx {
 __attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(void) { return NULL; }
 __attribute__((weak)) int fnq__cuda_device_count(void) { return 0; }
 
+int32_t fnq_cuda_device_count(void)
+{
+    return fnq__backend_cuda_get() ? (int32_t)fnq__cuda_device_count() : 0;
+}
+
 enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
                              int32_t device_id, enum fnq_dtype dtype, struct fnq_ctx **out)
 {

@@ -178,6 +178,37 @@ static void check(struct fnq_ctx *ctx, const char *label, const struct test_stru
     free(g.pos), free(g.species), free(g.owner);
 }
 
+/* With a comm installed the exchange is collective: a rank without ghosts (here an isolated
+ * cluster, all atoms owned) still takes part in every exchange, or the other ranks would wait
+ * for it forever. */
+static void check_collective_without_ghosts(struct fnq_ctx *ctx, const struct test_structure *s,
+                                            double cutoff)
+{
+    const int64_t n = s->n;
+    double e0, e1, *f = malloc(sizeof(double) * 3 * (size_t)n);
+    CHECK_OK(fnq_ctx_compute_periodic(ctx, n, s->pos, s->species, NULL, NULL, &e0, NULL, f, NULL));
+    int64_t *recv = malloc(sizeof(int64_t) * (size_t)(n * n)), *send = malloc(sizeof(int64_t) * (size_t)(n * n));
+    int64_t ne = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            if (i != j) {
+                recv[ne] = i;
+                send[ne++] = j;
+            }
+    struct owner_map om = {n, n, NULL, 0};
+    struct fnq_comm comm = {&om, comm_forward, comm_reverse};
+    CHECK_OK(fnq_ctx_set_comm(ctx, &comm));
+    CHECK_OK(fnq_ctx_compute_graph(ctx, n, n, s->pos, s->species, ne, recv, send, NULL, NULL, &e1,
+                                   NULL, f, NULL, NULL));
+    CHECK_OK(fnq_ctx_set_comm(ctx, NULL));
+    printf("cluster without ghosts (comm callbacks): %d exchanges, |dE|/|E| = %.2e (cutoff %g)\n",
+           om.calls, fabs(e1 - e0) / fabs(e0), cutoff);
+    CHECK(om.calls == 6, "no ghosts but a comm: expected 6 exchanges (they are collective), got %d",
+          om.calls);
+    CHECK(fabs(e1 - e0) <= 1e-10 * fabs(e0), "cluster: energy %.12g vs %.12g", e1, e0);
+    free(f), free(recv), free(send);
+}
+
 int main(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -192,6 +223,7 @@ int main(void)
     check(ctx, "small cell", &s1, fnq_model_cutoff(m));
     test_random_structure(&s2, 20, larger, pbc, kinds, 3, 2.0);
     check(ctx, "20-atom cell", &s2, fnq_model_cutoff(m));
+    check_collective_without_ghosts(ctx, &s2, fnq_model_cutoff(m));
     test_structure_free(&s1), test_structure_free(&s2);
     fnq_ctx_free(ctx);
     fnq_model_free(m);

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""LAMMPS timing of the Si example (examples/si-diamond/in.si-nvt: 512 atoms, nequix-mp-1,
+float64, NVT) with pair_style fusednequip, on the CPU at 1 and 2 MPI ranks by default. Prints one
+JSON line per configuration: ms per MD step and atom-steps per second, from LAMMPS' own "Loop
+time" (the run without its set-up).
+
+  bench/bench_lammps.py [--lmp build/pair_style/lmp_fusednequip] [--steps 20]
+                        [--configs 1x1,1x2,2x1]     (ranks x OpenMP threads per rank)
+                        [--device cpu|cuda] [--dtype float64|float32] [--cells 4,10,20]
+                        [--plugin build/pair_style/fusednequipplugin.so]
+--plugin: an lmp with the PLUGIN package (not lmp_fusednequip) loads the style first.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def gpu_name():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip().splitlines()[0]
+    except (OSError, IndexError):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lmp", default=os.path.join(ROOT, "build", "pair_style", "lmp_fusednequip"))
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--configs", default="1x1,1x2,2x1")
+    ap.add_argument("--mpiexec", default="mpiexec")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--cells", default="4", help="diamond cells per edge, comma-separated")
+    ap.add_argument("--plugin", help="`plugin load` this file before the deck")
+    a = ap.parse_args()
+    deck = os.path.join(ROOT, "examples", "si-diamond", "in.si-nvt")
+    if a.plugin:
+        wrapper = os.path.join(tempfile.mkdtemp(), "in.bench")
+        with open(wrapper, "w") as f:
+            f.write(f"plugin load {os.path.abspath(a.plugin)}\ninclude {deck}\n")
+        deck = wrapper
+    for cells, config in [(n, c) for n in a.cells.split(",") for c in a.configs.split(",")]:
+        ranks, threads = (int(v) for v in config.split("x"))
+        cmd = [a.lmp, "-in", deck, "-log", "none", "-var", "steps", str(a.steps),
+               "-var", "cells", cells, "-var", "device", a.device, "-var", "dtype", a.dtype]
+        if ranks > 1:
+            cmd = [a.mpiexec, "-n", str(ranks)] + cmd
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        p = subprocess.run(cmd, cwd=os.path.dirname(deck), env=env, capture_output=True,
+                           text=True)
+        m = re.search(r"Loop time of (\S+) on (\d+) procs for (\d+) steps with (\d+) atoms",
+                      p.stdout)
+        if p.returncode != 0 or not m:
+            sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
+        seconds, steps, atoms = float(m.group(1)), int(m.group(3)), int(m.group(4))
+        print(json.dumps({
+            "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
+            "dtype": a.dtype, "device": a.device, "gpu": gpu_name() if a.device != "cpu" else None,
+            "cpu": cpu_name(), "ranks": ranks,
+            "threads_per_rank": threads, "atoms": atoms, "steps": steps,
+            "ms_per_step": round(1000 * seconds / steps, 1),
+            "atom_steps_per_s": round(atoms * steps / seconds, 1)}), flush=True)
+
+
+main()

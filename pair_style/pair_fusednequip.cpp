@@ -1,0 +1,508 @@
+/* ----------------------------------------------------------------------
+   pair_style fusednequip: the LAMMPS side of libfusednequip (see pair_fusednequip.h).
+
+   Input:  units metal / newton on (the default)
+           pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda]
+           pair_coeff * * <model.nqx or model name> <element of type 1> <element of type 2> ...
+------------------------------------------------------------------------- */
+
+#include "pair_fusednequip.h"
+
+#include "atom.h"
+#include "comm.h"
+#include "error.h"
+#include "force.h"
+#include "lammps_api.h"
+#include "memory.h"
+#include "neigh_list.h"
+#include "neighbor.h"
+#include "update.h"
+#include "utils.h"
+
+#include "fnq.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace LAMMPS_NS;
+
+namespace LAMMPS_NS {
+
+struct FusedNequipImpl {
+  struct fnq_model *model = nullptr;
+  struct fnq_ctx *ctx = nullptr;
+  double cutoff = 0.0;
+  int max_width = 0;    // widest per-layer ghost exchange (values per atom)
+
+  // pair_style settings; the context is rebuilt when they or the model change
+  enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
+  enum fnq_device device = FNQ_DEVICE_AUTO;
+  bool context_stale = true;
+
+  std::vector<int32_t> type_species;    // [ntypes+1]: model species index of each atom type
+
+  // per-step buffers, kept between steps
+  std::vector<int32_t> species;
+  std::vector<int64_t> edge_recv, edge_send;
+  std::vector<double> forces, atom_energies, atom_virial;
+
+  // one rank: every ghost is a periodic image of an owned atom, found by its tag, and the
+  // library copies and folds rows itself (on the GPU there) instead of LAMMPS' communication
+  bool owner_map = false;
+  std::vector<int64_t> ghost_owner;
+  std::vector<int> local_of_tag;
+
+  // the exchange in progress: rows of `width` floats or doubles, indexed by LAMMPS atom index
+  void *rows = nullptr;
+  int width = 0;
+  bool single_precision = false;
+};
+
+}    // namespace LAMMPS_NS
+
+/* ---------------------------------------------------------------------- */
+
+static int forward_rows(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+  static_cast<PairFusedNequip *>(user)->exchange_rows(rows, width, dtype == FNQ_DTYPE_F32, true);
+  return 0;
+}
+
+static int reverse_rows(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
+{
+  static_cast<PairFusedNequip *>(user)->exchange_rows(rows, width, dtype == FNQ_DTYPE_F32, false);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
+{
+  single_enable = 0;
+  restartinfo = 0;
+  one_coeff = 1;
+  manybody_flag = 1;
+  no_virial_fdotr_compute = 1;    // the library returns the virial
+  centroidstressflag = CENTROID_NOTAVAIL;
+  impl = new FusedNequipImpl;
+}
+
+/* ---------------------------------------------------------------------- */
+
+PairFusedNequip::~PairFusedNequip()
+{
+  if (copymode) return;
+  fnq_ctx_free(impl->ctx);
+  fnq_model_free(impl->model);
+  delete impl;
+  if (allocated) {
+    memory->destroy(setflag);
+    memory->destroy(cutsq);
+  }
+}
+
+/* ----------------------------------------------------------------------
+   one evaluation: gather, one library call, scatter and tally
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::compute(int eflag, int vflag)
+{
+  ev_init(eflag, vflag);
+  FusedNequipImpl &d = *impl;
+  const int nlocal = atom->nlocal;
+  const int nall = nlocal + atom->nghost;
+  const int *type = atom->type;
+
+  d.species.resize(nall);
+  for (int i = 0; i < nall; i++) d.species[i] = d.type_species[type[i]];
+
+  // every listed pair as it is: the library drops pairs at or beyond the cutoff (the skin)
+  d.edge_recv.clear();
+  d.edge_send.clear();
+  for (int ii = 0; ii < list->inum; ii++) {
+    const int i = list->ilist[ii];
+    const int *jlist = list->firstneigh[i];
+    for (int jj = 0; jj < list->numneigh[i]; jj++) {
+      d.edge_recv.push_back(i);
+      d.edge_send.push_back(jlist[jj] & NEIGHMASK);
+    }
+  }
+
+  const int64_t *ghost_owner = nullptr;
+  if (d.owner_map && nall > nlocal) {
+    const tagint *tag = atom->tag;
+    tagint max_tag = 0;
+    for (int i = 0; i < nlocal; i++) max_tag = std::max(max_tag, tag[i]);
+    d.local_of_tag.assign((size_t) max_tag + 1, -1);
+    for (int i = 0; i < nlocal; i++) d.local_of_tag[tag[i]] = i;
+    d.ghost_owner.resize(nall - nlocal);
+    for (int g = nlocal; g < nall; g++) {
+      const int owner = tag[g] <= max_tag ? d.local_of_tag[tag[g]] : -1;
+      if (owner < 0)
+        error->one(FLERR,
+                   "Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
+                       std::to_string(tag[g]) + ") is an image of no owned atom");
+      d.ghost_owner[g - nlocal] = owner;
+    }
+    ghost_owner = d.ghost_owner.data();
+  }
+
+  d.forces.resize(3 * (size_t) nall);
+  if (eflag_atom) d.atom_energies.resize(nlocal);
+  if (vflag_atom) d.atom_virial.resize(6 * (size_t) nall);
+  double energy = 0.0, w[6];    // w: W = sum r (x) F, order xx yy zz yz xz xy
+  const enum fnq_status status = fnq_ctx_compute_graph(
+      d.ctx, nlocal, nall, nall ? atom->x[0] : nullptr, d.species.data(),
+      (int64_t) d.edge_recv.size(), d.edge_recv.data(), d.edge_send.data(), nullptr, ghost_owner,
+      &energy, eflag_atom ? d.atom_energies.data() : nullptr, d.forces.data(), w,
+      vflag_atom ? d.atom_virial.data() : nullptr);
+  if (status != FNQ_STATUS_OK)
+    error->one(FLERR,
+               "Pair fusednequip on rank " + std::to_string(comm->me) + ": " + fnq_last_error() +
+                   " (atom numbers are this rank's indices: owned atoms, then ghosts)");
+
+  // forces on ghost images stay on the ghosts: LAMMPS folds them into their owners (newton on)
+  double **f = atom->f;
+  for (int i = 0; i < nall; i++)
+    for (int k = 0; k < 3; k++) f[i][k] += d.forces[3 * i + k];
+
+  if (eflag_global) eng_vdwl += energy;
+  if (eflag_atom)
+    for (int i = 0; i < nlocal; i++) eatom[i] += d.atom_energies[i];
+
+  // LAMMPS orders virials xx yy zz xy xz yz
+  if (vflag_global) {
+    virial[0] += w[0];
+    virial[1] += w[1];
+    virial[2] += w[2];
+    virial[3] += w[5];
+    virial[4] += w[4];
+    virial[5] += w[3];
+  }
+  if (vflag_atom) {
+    for (int i = 0; i < nall; i++) {
+      const double *v = &d.atom_virial[6 * (size_t) i];
+      vatom[i][0] += v[0];
+      vatom[i][1] += v[1];
+      vatom[i][2] += v[2];
+      vatom[i][3] += v[5];
+      vatom[i][4] += v[4];
+      vatom[i][5] += v[3];
+    }
+  }
+}
+
+/* ----------------------------------------------------------------------
+   one layer's ghost exchange: LAMMPS' pair communication moves the rows
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::exchange_rows(void *rows, int width, bool single_precision, bool forward)
+{
+  if (width > impl->max_width)
+    error->one(FLERR,
+               "Pair fusednequip: a ghost exchange of " + std::to_string(width) +
+                   " values per atom exceeds the communication buffers sized for " +
+                   std::to_string(impl->max_width));
+  impl->rows = rows;
+  impl->width = width;
+  impl->single_precision = single_precision;
+  comm_forward = comm_reverse = width;
+  if (forward)
+    fusednequip_api::forward_comm(comm, this);
+  else
+    fusednequip_api::reverse_comm(comm, this);
+  comm_forward = comm_reverse = impl->max_width;
+  impl->rows = nullptr;
+}
+
+/* ---------------------------------------------------------------------- */
+
+int PairFusedNequip::pack_forward_comm(int n, int *list, double *buf, int /*pbc_flag*/,
+                                       int * /*pbc*/)
+{
+  // features are translation invariant: periodic images need no change
+  const int w = impl->width;
+  if (impl->single_precision) {
+    const float *rows = static_cast<const float *>(impl->rows);
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < w; k++) buf[(size_t) i * w + k] = rows[(size_t) list[i] * w + k];
+  } else {
+    const double *rows = static_cast<const double *>(impl->rows);
+    for (int i = 0; i < n; i++)
+      memcpy(buf + (size_t) i * w, rows + (size_t) list[i] * w, sizeof(double) * w);
+  }
+  return n * w;
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::unpack_forward_comm(int n, int first, double *buf)
+{
+  const int w = impl->width;
+  if (impl->single_precision) {
+    float *rows = static_cast<float *>(impl->rows) + (size_t) first * w;
+    for (size_t k = 0; k < (size_t) n * w; k++) rows[k] = (float) buf[k];
+  } else {
+    double *rows = static_cast<double *>(impl->rows) + (size_t) first * w;
+    memcpy(rows, buf, sizeof(double) * n * w);
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+
+int PairFusedNequip::pack_reverse_comm(int n, int first, double *buf)
+{
+  const int w = impl->width;
+  if (impl->single_precision) {
+    const float *rows = static_cast<const float *>(impl->rows) + (size_t) first * w;
+    for (size_t k = 0; k < (size_t) n * w; k++) buf[k] = rows[k];
+  } else {
+    const double *rows = static_cast<const double *>(impl->rows) + (size_t) first * w;
+    memcpy(buf, rows, sizeof(double) * n * w);
+  }
+  return n * w;
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::unpack_reverse_comm(int n, int *list, double *buf)
+{
+  const int w = impl->width;
+  if (impl->single_precision) {
+    float *rows = static_cast<float *>(impl->rows);
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < w; k++) rows[(size_t) list[i] * w + k] += (float) buf[(size_t) i * w + k];
+  } else {
+    double *rows = static_cast<double *>(impl->rows);
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < w; k++) rows[(size_t) list[i] * w + k] += buf[(size_t) i * w + k];
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::allocate()
+{
+  allocated = 1;
+  const int n = atom->ntypes;
+  memory->create(setflag, n + 1, n + 1, "pair:setflag");
+  for (int i = 1; i <= n; i++)
+    for (int j = i; j <= n; j++) setflag[i][j] = 0;
+  memory->create(cutsq, n + 1, n + 1, "pair:cutsq");
+  map = new int[n + 1];
+}
+
+/* ----------------------------------------------------------------------
+   pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda]
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::settings(int narg, char **arg)
+{
+  if (strcmp(update->unit_style, "metal") != 0)
+    error->all(FLERR,
+               std::string("Pair style fusednequip requires 'units metal' (the models work in eV "
+                           "and Angstrom); this input has 'units ") +
+                   update->unit_style + "'");
+
+  impl->dtype = FNQ_DTYPE_DEFAULT;
+  impl->device = FNQ_DEVICE_AUTO;
+  for (int iarg = 0; iarg < narg; iarg += 2) {
+    const std::string key = arg[iarg];
+    if (key != "dtype" && key != "device")
+      error->all(FLERR,
+                 "Unknown pair_style fusednequip keyword '" + key +
+                     "' (known: dtype float64|float32, device auto|cpu|cuda)");
+    if (iarg + 1 >= narg)
+      error->all(FLERR, "Pair style fusednequip: keyword '" + key + "' needs a value");
+    const std::string value = arg[iarg + 1];
+    if (key == "dtype" && value == "float64")
+      impl->dtype = FNQ_DTYPE_F64;
+    else if (key == "dtype" && value == "float32")
+      impl->dtype = FNQ_DTYPE_F32;
+    else if (key == "device" && value == "auto")
+      impl->device = FNQ_DEVICE_AUTO;
+    else if (key == "device" && value == "cpu")
+      impl->device = FNQ_DEVICE_CPU;
+    else if (key == "device" && value == "cuda")
+      impl->device = FNQ_DEVICE_CUDA;
+    else
+      error->all(FLERR,
+                 "Pair style fusednequip: " + key + " '" + value + "' is not one of " +
+                     (key == "dtype" ? "float64, float32" : "auto, cpu, cuda"));
+  }
+  impl->context_stale = true;
+}
+
+/* ----------------------------------------------------------------------
+   pair_coeff * * <model> <element per atom type>
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::coeff(int narg, char **arg)
+{
+  if (!allocated) allocate();
+  const int ntypes = atom->ntypes;
+  if (narg != 3 + ntypes || strcmp(arg[0], "*") != 0 || strcmp(arg[1], "*") != 0)
+    error->all(FLERR,
+               "Pair coeff for fusednequip must be: pair_coeff * * <model file> followed by one "
+               "element for each of the " +
+                   std::to_string(ntypes) + " atom types");
+  for (int t = 1; t <= ntypes; t++)
+    if (strcmp(arg[2 + t], "NULL") == 0)
+      error->all(FLERR,
+                 "Pair style fusednequip: atom type " + std::to_string(t) +
+                     " is mapped to NULL; every atom type needs an element, since a message-"
+                     "passing model sees all atoms");
+
+  map_element2type(ntypes, arg + 3);
+  load_model(arg[2]);
+  check_elements();
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::load_model(const char *name)
+{
+  fnq_ctx_free(impl->ctx);
+  impl->ctx = nullptr;
+  fnq_model_free(impl->model);
+  impl->model = nullptr;
+  impl->context_stale = true;
+
+  // every rank reads the file (a few MB); a failure anywhere stops all ranks
+  const enum fnq_status status = fnq_model_load(name, &impl->model);
+  fail_unless_all(status == FNQ_STATUS_OK,
+                  std::string("Pair fusednequip: cannot load model '") + name +
+                      "': " + fnq_last_error());
+
+  impl->cutoff = fnq_model_cutoff(impl->model);
+  impl->max_width = 0;
+  for (int layer = 1; layer < fnq_model_num_layers(impl->model); layer++)
+    impl->max_width = std::max(impl->max_width, (int) fnq_model_ghost_width(impl->model, layer));
+}
+
+/* ----------------------------------------------------------------------
+   map each atom type to the model's species index, by element symbol
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::check_elements()
+{
+  const struct fnq_model *m = impl->model;
+  const int ntypes = atom->ntypes;
+  impl->type_species.assign(ntypes + 1, -1);
+  for (int t = 1; t <= ntypes; t++) {
+    const char *element = elements[map[t]];
+    const int32_t s = fnq_model_species_index(m, element);
+    if (s < 0) {
+      std::string known;
+      for (int32_t k = 0; k < fnq_model_num_species(m); k++)
+        known += std::string(k ? " " : "") + fnq_model_species_symbol(m, k);
+      error->all(FLERR,
+                 std::string("Pair fusednequip: element '") + element + "' (atom type " +
+                     std::to_string(t) + ") is not in model " + fnq_model_path(m) + ", which has " +
+                     std::to_string(fnq_model_num_species(m)) + " elements: " + known);
+    }
+    impl->type_species[t] = s;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::init_style()
+{
+  if (force->newton_pair == 0)
+    error->all(FLERR,
+               "Pair style fusednequip requires newton pair on (forces on ghost atoms are "
+               "folded into their owners by LAMMPS' reverse communication)");
+  if (strcmp(update->unit_style, "metal") != 0)
+    error->all(FLERR, "Pair style fusednequip requires 'units metal'");
+  if (!impl->model) error->all(FLERR, "Pair style fusednequip: pair_coeff has not been given");
+
+  fusednequip_api::request_full_list(neighbor, this, instance_me);
+  if (impl->context_stale) make_context();
+
+  // communication buffers are sized from these at Comm::init(), which runs after this
+  comm_forward = comm_reverse = impl->max_width;
+}
+
+/* ----------------------------------------------------------------------
+   a library context for this rank: device, precision, exchange callbacks
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::make_context()
+{
+  fnq_ctx_free(impl->ctx);
+  impl->ctx = nullptr;
+
+  // ranks of one node share its GPUs round-robin
+  int32_t device_id = 0;
+  if (impl->device != FNQ_DEVICE_CPU && fnq_cuda_device_count() > 0) {
+    MPI_Comm node;
+    int node_rank = 0;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_free(&node);
+    device_id = node_rank % fnq_cuda_device_count();
+  }
+  enum fnq_status status =
+      fnq_ctx_init(impl->model, impl->device, device_id, impl->dtype, &impl->ctx);
+  // one rank with atom IDs: the library's own exchange through an owner map (see compute)
+  impl->owner_map = comm->nprocs == 1 && atom->tag_enable;
+  if (status == FNQ_STATUS_OK && !impl->owner_map) {
+    const struct fnq_comm exchange = {this, forward_rows, reverse_rows};
+    status = fnq_ctx_set_comm(impl->ctx, &exchange);
+  }
+  fail_unless_all(status == FNQ_STATUS_OK,
+                  std::string("Pair fusednequip: cannot set up device '") +
+                      fnq_device_name(impl->device) + "', dtype '" + fnq_dtype_name(impl->dtype) +
+                      "': " + fnq_last_error());
+  impl->context_stale = false;
+
+  if (comm->me == 0) {
+    const struct fnq_model *m = impl->model;
+    utils::logmesg(lmp,
+                   std::string("fusednequip: model ") + fnq_model_path(m) + " (" +
+                       fnq_model_family(m) + ", " + std::to_string(fnq_model_num_layers(m)) +
+                       " layers, cutoff " + std::to_string(impl->cutoff) + " A), " +
+                       fnq_dtype_name(fnq_ctx_dtype(impl->ctx)) + " on " +
+                       fnq_device_name(fnq_ctx_device(impl->ctx)) + ", ghost exchange of up to " +
+                       std::to_string(impl->max_width) + " values per atom per layer\n");
+  }
+}
+
+/* ----------------------------------------------------------------------
+   stop every rank when `ok` is false on any: error->all where all failed (one message), else
+   error->one on the failing ranks (MPI_Abort ends the others)
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::fail_unless_all(bool ok, const std::string &message)
+{
+  int failed = ok ? 0 : 1, failed_total = 0;
+  MPI_Allreduce(&failed, &failed_total, 1, MPI_INT, MPI_SUM, world);
+  if (failed_total == 0) return;
+  if (failed_total == comm->nprocs) error->all(FLERR, message);
+  if (failed) error->one(FLERR, message);
+  error->all(FLERR, "Pair fusednequip: set-up failed on " + std::to_string(failed_total) +
+                        " other rank(s)");
+}
+
+/* ---------------------------------------------------------------------- */
+
+double PairFusedNequip::init_one(int i, int j)
+{
+  if (setflag[i][j] == 0) error->all(FLERR, "All pair coeffs are not set");
+  return impl->cutoff;
+}
+
+/* ---------------------------------------------------------------------- */
+
+double PairFusedNequip::memory_usage()
+{
+  const FusedNequipImpl &d = *impl;
+  double bytes = Pair::memory_usage();
+  bytes += (double) d.species.capacity() * sizeof(int32_t);
+  bytes += (double) (d.edge_recv.capacity() + d.edge_send.capacity()) * sizeof(int64_t);
+  bytes += (double) (d.forces.capacity() + d.atom_energies.capacity() +
+                     d.atom_virial.capacity()) * sizeof(double);
+  return bytes;
+}

@@ -1,0 +1,64 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   pair_style fusednequip: NequIP-family equivariant potentials (Nequix .nqx models) evaluated by
+   libfusednequip, with per-layer ghost exchange across MPI ranks.
+
+   The style is a thin shim: it hands positions, species and LAMMPS' full neighbour list (owned
+   atoms plus ghosts) to fnq_ctx_compute_graph() and adds the returned forces, energies and
+   virials to LAMMPS' arrays. Message passing needs the features of ghost atoms at every layer;
+   the library asks for them through callbacks that run LAMMPS' forward communication (owned ->
+   ghost rows) and, in the backward pass, its reverse communication (ghost rows summed into
+   their owners). So every atom is computed once per layer, by its owner, and the ghost shell
+   stays at cutoff + skin.
+------------------------------------------------------------------------- */
+
+#ifdef PAIR_CLASS
+// clang-format off
+PairStyle(fusednequip,PairFusedNequip);
+// clang-format on
+#else
+
+#ifndef LMP_PAIR_FUSEDNEQUIP_H
+#define LMP_PAIR_FUSEDNEQUIP_H
+
+#include "pair.h"
+
+#include <string>
+
+namespace LAMMPS_NS {
+
+struct FusedNequipImpl;    // library handles and buffers (pair_fusednequip.cpp)
+
+class PairFusedNequip : public Pair {
+ public:
+  PairFusedNequip(class LAMMPS *);
+  ~PairFusedNequip() override;
+
+  void compute(int, int) override;
+  void settings(int, char **) override;
+  void coeff(int, char **) override;
+  void init_style() override;
+  double init_one(int, int) override;
+
+  int pack_forward_comm(int, int *, double *, int, int *) override;
+  void unpack_forward_comm(int, int, double *) override;
+  int pack_reverse_comm(int, int, double *) override;
+  void unpack_reverse_comm(int, int *, double *) override;
+  double memory_usage() override;
+
+  // One layer's ghost exchange of `width` values per atom, called back by the library.
+  void exchange_rows(void *rows, int width, bool single_precision, bool forward);
+
+ protected:
+  FusedNequipImpl *impl;
+
+  void allocate();
+  void load_model(const char *name);
+  void check_elements();
+  void make_context();
+  void fail_unless_all(bool ok, const std::string &message);
+};
+
+}    // namespace LAMMPS_NS
+
+#endif
+#endif
