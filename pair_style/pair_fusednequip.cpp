@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <regex>
+#include <string>
 #include <vector>
 
 using namespace LAMMPS_NS;
@@ -158,9 +160,8 @@ void PairFusedNequip::compute(int eflag, int vflag)
       &energy, eflag_atom ? d.atom_energies.data() : nullptr, d.forces.data(), w,
       vflag_atom ? d.atom_virial.data() : nullptr);
   if (status != FNQ_STATUS_OK)
-    error->one(FLERR,
-               "Pair fusednequip on rank " + std::to_string(comm->me) + ": " + fnq_last_error() +
-                   " (atom numbers are this rank's indices: owned atoms, then ghosts)");
+    error->one(FLERR, "Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
+                          fnq_last_error() + atom_ids_of(fnq_last_error(), nall));
 
   // forces on ghost images stay on the ghosts: LAMMPS folds them into their owners (newton on)
   double **f = atom->f;
@@ -191,6 +192,29 @@ void PairFusedNequip::compute(int eflag, int vflag)
       vatom[i][5] += v[3];
     }
   }
+}
+
+/* ----------------------------------------------------------------------
+   the library names atoms by this rank's indices (owned, then ghosts): say
+   which LAMMPS atom IDs those are, e.g. " (rank-local atom 0 = atom ID 1, ...)"
+------------------------------------------------------------------------- */
+
+std::string PairFusedNequip::atom_ids_of(const char *message, int nall)
+{
+  static const std::regex atoms("atoms? ([0-9]+)(?: and ([0-9]+))?");
+  std::string ids;
+  const std::string text(message);
+  for (std::sregex_iterator m(text.begin(), text.end(), atoms), end; m != end; ++m)
+    for (int k = 1; k <= 2; k++) {
+      if (!(*m)[k].matched) continue;
+      const long index = std::stol((*m)[k].str());
+      if (index >= nall) continue;
+      ids += (ids.empty() ? "" : ", ") + std::string("rank-local atom ") + std::to_string(index) +
+          " = atom ID " + std::to_string((long) atom->tag[index]) +
+          (index >= atom->nlocal ? " (a ghost image)" : "");
+    }
+  return ids.empty() ? " (atom numbers are this rank's indices: owned atoms, then ghosts)"
+                     : " (" + ids + ")";
 }
 
 /* ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Bad input to pair_style fusednequip stops LAMMPS with a clear error naming the problem, never a
 crash: units other than metal, newton pair off, an element the model lacks, a type mapped to
 NULL, a model file that is missing or does not load, a wrong pair_coeff line, unknown keywords
-and values, device cuda without a GPU (or without a CUDA build). Each case runs a failing deck
+and values, two atoms closer than the model allows (named by their atom IDs), device cuda
+without a GPU (or without a CUDA build). Each case runs a failing deck
 and checks the exit code and the message; the model-file case runs on 2 ranks as well.
 """
 import os
@@ -19,8 +20,8 @@ mass * 28.0855
 """
 
 
-def deck(units="metal", newton="", style="", coeff="nequix-mp-1 Si", ntypes=1):
-    return (f"units {units}\n{newton}\n" + BOX.format(ntypes=ntypes) +
+def deck(units="metal", newton="", style="", coeff="nequix-mp-1 Si", ntypes=1, extra=""):
+    return (f"units {units}\n{newton}\n" + BOX.format(ntypes=ntypes) + extra +
             f"pair_style fusednequip {style}\npair_coeff * * {coeff}\nrun 0\n")
 
 
@@ -64,6 +65,10 @@ def main():
         expect(c, tmp, "bad dtype", deck(style="dtype float16"), ["dtype 'float16'"])
         expect(c, tmp, "keyword without value", deck(style="device"),
                ["'device' needs a value"])
+        # atom ID 9, 0.05 A from atom ID 1 (at the origin): the message names both by their IDs
+        expect(c, tmp, "atoms too close",
+               deck(style="device cpu", extra="create_atoms 1 single 0.05 0.0 0.0 units box\n"),
+               ["closer than", "atom ID 1", "atom ID 9"])
 
         # device cuda: an error without a GPU or without a CUDA build; runs where there is one
         rc, out = run_lammps(tmp, deck(style="device cuda"), check=False)
