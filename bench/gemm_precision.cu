@@ -3,6 +3,8 @@
  * data, against a double reference (64 x 64 output, K = 272, as in the radial-MLP gradient)?
  *   wmma3x  : WMMA tf32 fragments, 3-product split of the loaded fragment elements
  *   mma3x   : mma.sync m16n8k8 tf32 with explicit fragment layouts, split from the raw floats
+ *   wmma3x-c1, wmma3x-c4 : wmma3x, but each chunk of 8 (or 32) k starts from a zero tensor-core
+ *             accumulator and is added to the running sum with float32 adds
  *   wmma1x  : WMMA tf32, one product
  *   fp32    : FMA loops
  * Build: nvcc -arch=sm_90 -O3 bench/gemm_precision.cu -o gemm_precision
@@ -24,14 +26,20 @@ __device__ __forceinline__ unsigned to_tf32(float v)
     return r;
 }
 
-__global__ void gemm_wmma(const float *A, const float *B, float *C, int split)
+__global__ void gemm_wmma(const float *A, const float *B, float *C, int split, int chunk)
 {
     const int warp = threadIdx.x / 32;
     for (int t = warp; t < (M / 16) * (N / 16); t += blockDim.x / 32) {
         const int m0 = (t / (N / 16)) * 16, n0 = (t % (N / 16)) * 16;
-        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc, total;
         wmma::fill_fragment(acc, 0.0f);
+        wmma::fill_fragment(total, 0.0f);
         for (int k0 = 0; k0 < K; k0 += 8) {
+            if (chunk && k0 % (8 * chunk) == 0 && k0 > 0) {
+                for (int q = 0; q < acc.num_elements; q++)
+                    total.x[q] += acc.x[q];
+                wmma::fill_fragment(acc, 0.0f);
+            }
             wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ah, al;
             wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> bh, bl;
             wmma::load_matrix_sync(ah, A + m0 * K + k0, K);
@@ -52,7 +60,9 @@ __global__ void gemm_wmma(const float *A, const float *B, float *C, int split)
             }
             wmma::mma_sync(acc, ah, bh, acc);
         }
-        wmma::store_matrix_sync(C + m0 * N + n0, acc, N, wmma::mem_row_major);
+        for (int q = 0; q < acc.num_elements; q++)
+            total.x[q] += acc.x[q];
+        wmma::store_matrix_sync(C + m0 * N + n0, total, N, wmma::mem_row_major);
     }
 }
 
@@ -125,13 +135,15 @@ int main()
     cudaMalloc(&dC, C.size() * 4);
     cudaMemcpy(dA, A.data(), A.size() * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(dB, B.data(), B.size() * 4, cudaMemcpyHostToDevice);
-    const char *names[4] = {"wmma3x", "mma3x", "wmma1x", "fp32"};
-    for (int v = 0; v < 4; v++) {
+    const char *names[6] = {"wmma3x", "mma3x", "wmma1x", "fp32", "wmma3x-c1", "wmma3x-c4"};
+    for (int v = 0; v < 6; v++) {
         cudaMemset(dC, 0xff, C.size() * 4);
-        if (v == 0) gemm_wmma<<<1, 256>>>(dA, dB, dC, 1);
+        if (v == 0) gemm_wmma<<<1, 256>>>(dA, dB, dC, 1, 0);
         if (v == 1) gemm_mma<<<1, 256>>>(dA, dB, dC);
-        if (v == 2) gemm_wmma<<<1, 256>>>(dA, dB, dC, 0);
+        if (v == 2) gemm_wmma<<<1, 256>>>(dA, dB, dC, 0, 0);
         if (v == 3) gemm_fp32<<<1, 256>>>(dA, dB, dC);
+        if (v == 4) gemm_wmma<<<1, 256>>>(dA, dB, dC, 1, 1);
+        if (v == 5) gemm_wmma<<<1, 256>>>(dA, dB, dC, 1, 4);
         cudaError_t e = cudaDeviceSynchronize();
         cudaMemcpy(C.data(), dC, C.size() * 4, cudaMemcpyDeviceToHost);
         double num = 0, den = 0, mx = 0;
@@ -140,7 +152,7 @@ int main()
             den += ref[i] * ref[i];
             mx = fmax(mx, fabs(C[i] - ref[i]));
         }
-        printf("%-7s %s  rel l2 error %.3e  max abs error %.3e\n", names[v],
+        printf("%-9s %s  rel l2 error %.3e  max abs error %.3e\n", names[v],
                e == cudaSuccess ? "ok " : cudaGetErrorString(e), sqrt(num / den), mx);
     }
     return 0;

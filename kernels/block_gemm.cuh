@@ -9,10 +9,13 @@
  * (four 16-byte global loads of B feed 128 FMAs, so the loads of B, which come from L2 because
  * shared memory leaves little L1, are few and issued together); where that gives too few
  * tiles for the block, K is split between thread groups and the partial sums are added in a
- * fixed order through `scratch` (when the caller has some). float64: each thread a 4 x 4 tile. float32 with tensor cores (block_gemm_tf32x3: TF32 with the 3-product
- * split a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) is faster but measured at ~2e-6 relative error
- * per product (bench/gemm_precision.cu: the tensor cores' accumulation is not IEEE float32),
- * 10x float32's, which costs the float32 forces their 1e-4 eV/A margin; it is opt-in.
+ * fixed order through `scratch` (when the caller has some). float64: each thread a 4 x 4 tile.
+ * float32 with tensor cores (FNQ_TF32=1, block_gemm_tf32x3: TF32 with the 3-product split
+ * a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) is opt-in: chained over all of K its error was
+ * ~2e-6 relative (the tensor cores' accumulation truncates), so each k step of 8 now starts
+ * from zero and is added in float32: 1.4e-7 relative l2 (FMA float32: 2.8e-7;
+ * bench/gemm_precision.cu, H200), but only 2 % faster end to end (8000 Si: 143.0 vs 146.1 ms
+ * per step on an H200), as the GEMMs are not what bounds the kernels.
  */
 #pragma once
 
@@ -29,12 +32,16 @@ __device__ __forceinline__ void block_gemm_tf32x3(int M, int N, int K, const flo
     const int tiles_n = N / 16, tiles = (M / 16) * tiles_n;
     for (int t = warp; t < tiles; t += n_warps) {
         const int m0 = (t / tiles_n) * 16, n0 = (t % tiles_n) * 16;
-        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+        /* each k step of 8 starts from a zero tensor-core accumulator and is added to `total`
+         * with float32 adds: the tensor cores' truncating accumulation never sees the large
+         * running sum (bench/gemm_precision.cu, wmma3x-c1) */
+        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc, total;
         if (accumulate)
-            wmma::load_matrix_sync(acc, C + m0 * ldc + n0, ldc, wmma::mem_row_major);
+            wmma::load_matrix_sync(total, C + m0 * ldc + n0, ldc, wmma::mem_row_major);
         else
-            wmma::fill_fragment(acc, 0.0f);
+            wmma::fill_fragment(total, 0.0f);
         for (int k0 = 0; k0 < K; k0 += 8) {
+            wmma::fill_fragment(acc, 0.0f);
             wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ah, al;
             wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> bh, bl;
             wmma::load_matrix_sync(ah, A + m0 * lda + k0, lda);
@@ -54,8 +61,11 @@ __device__ __forceinline__ void block_gemm_tf32x3(int M, int N, int K, const flo
             wmma::mma_sync(acc, al, bh, acc);
             wmma::mma_sync(acc, ah, bl, acc);
             wmma::mma_sync(acc, ah, bh, acc);
+#pragma unroll
+            for (int q = 0; q < acc.num_elements; q++)
+                total.x[q] += acc.x[q];
         }
-        wmma::store_matrix_sync(C + m0 * ldc + n0, acc, ldc, wmma::mem_row_major);
+        wmma::store_matrix_sync(C + m0 * ldc + n0, total, ldc, wmma::mem_row_major);
     }
 }
 
