@@ -9,4 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cd examples/si-diamond
+# LAMMPS runs one OpenMP thread per rank unless told otherwise; the library's loops use them all
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
 exec ../../build/pair_style/lmp_fusednequip -in in.si-nvt -log ../../build/si-nvt.log "$@"
