@@ -68,4 +68,31 @@ __device__ __forceinline__ void radial_basis(const Geometry &g, double d, double
     }
 }
 
+/* Stage edge k of a super-chunk for the radial MLP and the tensor product: its spherical
+ * harmonics into sY[k * nsh ..] and radial basis into sB[k * ld0 ..] (zero past n_basis). A
+ * padding row (valid false, e unused) is all zeros, so the GEMMs see zero padding. nd gets
+ * the unit vector and the length. */
+template <typename REAL>
+__device__ __forceinline__ void stage_edge_geometry(const Geometry &g, const double *edge_vec,
+                                                    int64_t e, bool valid, int k, int nsh,
+                                                    int ld0, int n_basis, REAL *sY, REAL *sB,
+                                                    double nd[4])
+{
+    double y[kMaxSh], basis[kMaxBasis];
+    if (valid) {
+        const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
+        const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
+        nd[0] = r0 / d;
+        nd[1] = r1 / d;
+        nd[2] = r2 / d;
+        nd[3] = d;
+        sh_eval(g, nd, y, nullptr);
+        radial_basis(g, d, basis, nullptr);
+    }
+    for (int q = 0; q < nsh; q++)
+        sY[k * nsh + q] = valid ? REAL(y[q]) : REAL(0);
+    for (int q = 0; q < ld0; q++)
+        sB[k * ld0 + q] = (valid && q < n_basis) ? REAL(basis[q]) : REAL(0);
+}
+
 } // namespace fnqcu

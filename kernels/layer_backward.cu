@@ -207,26 +207,16 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         __syncthreads();
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
         for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            double y[kMaxSh], basis[kMaxBasis];
+            const int64_t e = k < n ? (GHOST ? a.send_edges[e0 + k] : e0 + k) : -1;
+            double nd[4];
+            stage_edge_geometry<REAL>(a.geo, a.edge_vec, e, k < n, k, lay.nsh, lay.ld[0],
+                                      L.size[0], sY, sB, nd);
             if (k < n) {
-                const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
-                const double r0v = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
-                             r2 = a.edge_vec[3 * e + 2];
-                const double d = sqrt(r0v * r0v + r1 * r1 + r2 * r2);
-                const double nv[3] = {r0v / d, r1 / d, r2 / d};
-                sh_eval(a.geo, nv, y, nullptr);
-                radial_basis(a.geo, d, basis, nullptr);
-                sGeo[4 * k + 0] = nv[0];
-                sGeo[4 * k + 1] = nv[1];
-                sGeo[4 * k + 2] = nv[2];
-                sGeo[4 * k + 3] = d;
+                for (int c = 0; c < 4; c++)
+                    sGeo[4 * k + c] = nd[c];
                 sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
                 sRecv[k] = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             }
-            for (int q = 0; q < lay.nsh; q++)
-                sY[k * lay.nsh + q] = k < n ? REAL(y[q]) : REAL(0);
-            for (int q = 0; q < lay.ld[0]; q++)
-                sB[k * lay.ld[0] + q] = (k < n && q < L.size[0]) ? REAL(basis[q]) : REAL(0);
         }
         __syncthreads();
         for (int k = 0; k + 1 < K; k++) {

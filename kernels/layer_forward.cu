@@ -98,22 +98,13 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         /* geometry; rows n..np-1 are zero so the GEMMs see zero padding */
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
         for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            double y[kMaxSh], basis[kMaxBasis];
+            double nd[4];
+            stage_edge_geometry<REAL>(a.geo, a.edge_vec, e0 + k, k < n, k, lay.nsh, lay.ld[0],
+                                      L.size[0], sY, sB, nd);
             if (k < n) {
-                const int64_t e = e0 + k;
-                const double r0 = a.edge_vec[3 * e], r1 = a.edge_vec[3 * e + 1],
-                             r2 = a.edge_vec[3 * e + 2];
-                const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-                const double nv[3] = {r0 / d, r1 / d, r2 / d};
-                sh_eval(a.geo, nv, y, nullptr);
-                radial_basis(a.geo, d, basis, nullptr);
-                sSrc[k] = (int)a.edge_send[e];
-                sRecv[k] = (int)a.edge_recv[e];
+                sSrc[k] = (int)a.edge_send[e0 + k];
+                sRecv[k] = (int)a.edge_recv[e0 + k];
             }
-            for (int q = 0; q < lay.nsh; q++)
-                sY[k * lay.nsh + q] = k < n ? REAL(y[q]) : REAL(0);
-            for (int q = 0; q < lay.ld[0]; q++)
-                sB[k * lay.ld[0] + q] = (k < n && q < L.size[0]) ? REAL(basis[q]) : REAL(0);
         }
         __syncthreads();
         /* hidden layers */

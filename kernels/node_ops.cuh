@@ -20,33 +20,40 @@ __device__ __forceinline__ int block_of(const Irreps &ir, int o)
     return b;
 }
 
-/* y[a] = linear(x[a]) (accumulate: +=), a < nb; t[a] = species of atom a */
-template <typename REAL, int NB>
-__device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
-                           const int *t, int nb, const REAL *x, int64_t sx, REAL *y, int64_t sy,
-                           bool accumulate)
+/* One e3nn linear on nb < NB atoms (t[a]: species of atom a), accumulate: +=.
+ * TRANSPOSE false: y = linear(x), from `in` irreps to `out`, weights lin.w;
+ * TRANSPOSE true:  y = linear^T(x), from `out` irreps to `in`, weights lin.wt (the transposed
+ * copy, so both directions read weights with unit stride across threads).
+ * Each thread owns output elements; sums run in a fixed order. */
+template <typename REAL, int NB, bool TRANSPOSE>
+__device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
+                             const int *t, int nb, const REAL *x, int64_t sx, REAL *y,
+                             int64_t sy, bool accumulate)
 {
-    for (int o = threadIdx.x; o < out.dim; o += blockDim.x) {
-        const int b = block_of(out, o), mo = out.mul[b];
-        const int rel = o - out.off[b], m = rel / mo, w = rel % mo;
+    const Irreps &src = TRANSPOSE ? out : in, &dst = TRANSPOSE ? in : out;
+    const REAL *weights = TRANSPOSE ? lin.wt : lin.w;
+    for (int o = threadIdx.x; o < dst.dim; o += blockDim.x) {
+        const int b = block_of(dst, o), md = dst.mul[b];
+        const int rel = o - dst.off[b], m = rel / md, col = rel % md;
         REAL acc[NB];
 #pragma unroll
         for (int a = 0; a < NB; a++)
             acc[a] = 0;
         for (int k = 0; k < lin.n_instr; k++) {
             const LinInstr ins = lin.instr[k];
-            if (ins.out_block != b)
+            if ((TRANSPOSE ? ins.in_block : ins.out_block) != b)
                 continue;
-            const int mi = in.mul[ins.in_block];
-            const int xo = in.off[ins.in_block] + m * mi;
+            const int sb = TRANSPOSE ? ins.out_block : ins.in_block;
+            const int ms = src.mul[sb];
+            const int xo = src.off[sb] + m * ms;
             REAL s[NB];
 #pragma unroll
             for (int a = 0; a < NB; a++)
                 s[a] = 0;
             if (!lin.species_indexed) {
-                const REAL *wc = lin.w + ins.w_off + w;
-                for (int u = 0; u < mi; u++) {
-                    const REAL wv = wc[(int64_t)u * mo];
+                const REAL *wc = weights + ins.w_off + col;
+                for (int u = 0; u < ms; u++) {
+                    const REAL wv = wc[(int64_t)u * md];
 #pragma unroll
                     for (int a = 0; a < NB; a++)
                         if (a < nb)
@@ -56,9 +63,9 @@ __device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irre
 #pragma unroll
                 for (int a = 0; a < NB; a++)
                     if (a < nb) {
-                        const REAL *wc = lin.w + (int64_t)t[a] * lin.n_w + ins.w_off + w;
-                        for (int u = 0; u < mi; u++)
-                            s[a] += wc[(int64_t)u * mo] * x[a * sx + xo + u];
+                        const REAL *wc = weights + (int64_t)t[a] * lin.n_w + ins.w_off + col;
+                        for (int u = 0; u < ms; u++)
+                            s[a] += wc[(int64_t)u * md] * x[a * sx + xo + u];
                     }
             }
 #pragma unroll
@@ -72,56 +79,22 @@ __device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irre
     }
 }
 
+/* y[a] = linear(x[a]) (accumulate: +=), a < nb; t[a] = species of atom a */
+template <typename REAL, int NB>
+__device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
+                           const int *t, int nb, const REAL *x, int64_t sx, REAL *y, int64_t sy,
+                           bool accumulate)
+{
+    linear_apply<REAL, NB, false>(lin, in, out, t, nb, x, sx, y, sy, accumulate);
+}
+
 /* dx[a] = linear^T(dy[a]) (accumulate: +=) */
 template <typename REAL, int NB>
 __device__ void linear_bwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
                            const int *t, int nb, const REAL *dy, int64_t sy, REAL *dx, int64_t sx,
                            bool accumulate)
 {
-    for (int o = threadIdx.x; o < in.dim; o += blockDim.x) {
-        const int b = block_of(in, o), mi = in.mul[b];
-        const int rel = o - in.off[b], m = rel / mi, u = rel % mi;
-        REAL acc[NB];
-#pragma unroll
-        for (int a = 0; a < NB; a++)
-            acc[a] = 0;
-        for (int k = 0; k < lin.n_instr; k++) {
-            const LinInstr ins = lin.instr[k];
-            if (ins.in_block != b)
-                continue;
-            const int mo = out.mul[ins.out_block];
-            const int go = out.off[ins.out_block] + m * mo;
-            REAL s[NB];
-#pragma unroll
-            for (int a = 0; a < NB; a++)
-                s[a] = 0;
-            if (!lin.species_indexed) {
-                const REAL *wc = lin.wt + ins.w_off + u;
-                for (int w = 0; w < mo; w++) {
-                    const REAL wv = wc[(int64_t)w * mi];
-#pragma unroll
-                    for (int a = 0; a < NB; a++)
-                        if (a < nb)
-                            s[a] += wv * dy[a * sy + go + w];
-                }
-            } else {
-#pragma unroll
-                for (int a = 0; a < NB; a++)
-                    if (a < nb) {
-                        const REAL *wc = lin.wt + (int64_t)t[a] * lin.n_w + ins.w_off + u;
-                        for (int w = 0; w < mo; w++)
-                            s[a] += wc[(int64_t)w * mi] * dy[a * sy + go + w];
-                    }
-            }
-#pragma unroll
-            for (int a = 0; a < NB; a++)
-                acc[a] += REAL(ins.alpha) * s[a];
-        }
-#pragma unroll
-        for (int a = 0; a < NB; a++)
-            if (a < nb)
-                dx[a * sx + o] = accumulate ? dx[a * sx + o] + acc[a] : acc[a];
-    }
+    linear_apply<REAL, NB, true>(lin, in, out, t, nb, dy, sy, dx, sx, accumulate);
 }
 
 /* Deterministic block sums of NB values per thread; red has NB * blockDim.x doubles. */
