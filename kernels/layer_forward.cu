@@ -16,6 +16,7 @@
 #include "edge_ops.cuh"
 #include "layer_forward.cuh"
 #include "node_ops.cuh"
+#include "radial_mlp.cuh"
 #include "tp_column.cuh"
 
 namespace fnqcu {
@@ -78,18 +79,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     REAL *sR = (REAL *)(smem + lay.off_r);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
-    ColumnArgs<REAL> ca;
-    ca.recv_start = a.recv_start;
-    ca.sSrc = sSrc;
-    ca.sRecv = sRecv;
-    ca.sY = sY;
-    ca.nsh = lay.nsh;
-    ca.sR = sR;
-    ca.ldr = lay.ldr;
-    ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
-    ca.species = a.species;
-    ca.by_species = a.layer == 0;
-    ca.din = L.in.dim;
+    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, a.recv_start, sSrc, sRecv, sY, sR, L.in.dim);
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
@@ -107,21 +97,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             }
         }
         __syncthreads();
-        /* hidden layers */
-        for (int k = 0; k + 1 < K; k++) {
-            REAL *in = (REAL *)(smem + lay.off_act[k]), *out = (REAL *)(smem + lay.off_act[k + 1]);
-            block_gemm<REAL>(np, L.pad[k + 1], L.pad[k], in, lay.ld[k], L.mlp_wp[k], L.pad[k + 1],
-                             out, lay.ld[k + 1], false, a.tf32, sR /* free until the rounds */,
-                             lay.EC * lay.ldr);
-            __syncthreads();
-            const int w = L.size[k + 1];
-            for (int idx = threadIdx.x; idx < np * lay.ld[k + 1]; idx += blockDim.x) {
-                const int q = idx % lay.ld[k + 1];
-                out[idx] = q < w ? act_apply<REAL>(L.mlp_act.kind, REAL(L.mlp_act.scale), out[idx])
-                                 : REAL(0);
-            }
-            __syncthreads();
-        }
+        radial_mlp_hidden<REAL>(L, smem, lay.off_act, nullptr, lay.ld, np, a.tf32,
+                                sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         ca.n = n;
         ca.e_base = e0;

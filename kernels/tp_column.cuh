@@ -35,6 +35,32 @@ template <typename REAL> struct ColumnArgs {
     int by_species, din;
 };
 
+/* The per-kernel part of ColumnArgs: staged edges in shared memory (lay: the kernel's shared
+ * memory layout) and the layer's sender features (a: the kernel's arguments). n and e_base are
+ * set per super-chunk. */
+template <typename REAL, typename Args, typename Layout>
+__device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Layout &lay,
+                                                        const int64_t *recv_start,
+                                                        const int *sSrc, const int *sRecv,
+                                                        const REAL *sY, const REAL *sR, int din)
+{
+    ColumnArgs<REAL> ca;
+    ca.n = 0;
+    ca.e_base = 0;
+    ca.recv_start = recv_start;
+    ca.sSrc = sSrc;
+    ca.sRecv = sRecv;
+    ca.sY = sY;
+    ca.nsh = lay.nsh;
+    ca.sR = sR;
+    ca.ldr = lay.ldr;
+    ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
+    ca.species = a.species;
+    ca.by_species = a.layer == 0;
+    ca.din = din;
+    return ca;
+}
+
 template <typename REAL>
 __device__ __forceinline__ const REAL *column_sender(const ColumnArgs<REAL> &c, int j)
 {

@@ -332,8 +332,11 @@ int fnq__tp_build(struct fnq_layer *layer, int32_t lmax_sh, const struct fnq_irr
 
 /* ---- double-precision linears on the host (precomputed tables of the GPU backend) ---- */
 
-void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
-                           const struct fnq_irreps *out, int32_t t, const double *x, double *y)
+/* y += linear(x) (transpose 0) or, with the same loops and weights, x_grad += linear^T(y_grad)
+ * (transpose 1): src is read at one end of each weight, dst accumulated at the other */
+static void linear_apply_dir_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                                 const struct fnq_irreps *out, int32_t t, const double *src,
+                                 double *dst, int transpose)
 {
     const double *W = lin->w + (lin->species_indexed ? (int64_t)t * lin->n_w : 0);
     for (int32_t k = 0; k < lin->n_instr; k++) {
@@ -342,27 +345,27 @@ void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps
         const struct fnq_irrep_block *bo = &out->block[ins->out_block];
         for (int32_t m = 0; m < 2 * bi->l + 1; m++)
             for (int32_t u = 0; u < bi->mul; u++)
-                for (int32_t v = 0; v < bo->mul; v++)
-                    y[bo->offset + (int64_t)m * bo->mul + v] +=
-                        ins->alpha * W[ins->w_offset + (int64_t)u * bo->mul + v] *
-                        x[bi->offset + (int64_t)m * bi->mul + u];
+                for (int32_t v = 0; v < bo->mul; v++) {
+                    const double w = ins->alpha * W[ins->w_offset + (int64_t)u * bo->mul + v];
+                    const int64_t i = bi->offset + (int64_t)m * bi->mul + u;
+                    const int64_t o = bo->offset + (int64_t)m * bo->mul + v;
+                    if (transpose)
+                        dst[i] += w * src[o];
+                    else
+                        dst[o] += w * src[i];
+                }
     }
+}
+
+void fnq__linear_apply_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
+                           const struct fnq_irreps *out, int32_t t, const double *x, double *y)
+{
+    linear_apply_dir_f64(lin, in, out, t, x, y, 0);
 }
 
 void fnq__linear_apply_t_f64(const struct fnq_linear *lin, const struct fnq_irreps *in,
                              const struct fnq_irreps *out, int32_t t, const double *dy,
                              double *dx)
 {
-    const double *W = lin->w + (lin->species_indexed ? (int64_t)t * lin->n_w : 0);
-    for (int32_t k = 0; k < lin->n_instr; k++) {
-        const struct fnq_linear_instr *ins = &lin->instr[k];
-        const struct fnq_irrep_block *bi = &in->block[ins->in_block];
-        const struct fnq_irrep_block *bo = &out->block[ins->out_block];
-        for (int32_t m = 0; m < 2 * bi->l + 1; m++)
-            for (int32_t u = 0; u < bi->mul; u++)
-                for (int32_t v = 0; v < bo->mul; v++)
-                    dx[bi->offset + (int64_t)m * bi->mul + u] +=
-                        ins->alpha * W[ins->w_offset + (int64_t)u * bo->mul + v] *
-                        dy[bo->offset + (int64_t)m * bo->mul + v];
-    }
+    linear_apply_dir_f64(lin, in, out, t, dy, dx, 1);
 }
