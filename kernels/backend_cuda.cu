@@ -110,6 +110,7 @@ template <typename REAL> struct State {
     int launches_model = 0, launches_nl = 0;
     bool debug_layers = false;
     int tf32 = 0; /* FNQ_TF32=1: tensor cores (3xTF32) for the radial-MLP GEMMs */
+    int skip = 0; /* FNQ_SKIP: stages left out, for timing only (kSkip* in model_dev.cuh) */
 };
 
 template <typename REAL> static void state_free(State<REAL> *s)
@@ -195,6 +196,10 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
         }
     s->smem_fwd = fwd_bytes(s->EC_fwd);
     s->smem_bwd = bwd_bytes(s->EC_bwd);
+    if (getenv("FNQ_VERBOSE"))
+        fprintf(stderr, "fusednequip cuda: %d/%d edges per forward/backward super-chunk, %zu/%zu "
+                        "bytes of shared memory per block\n",
+                s->EC_fwd, s->EC_bwd, s->smem_fwd, s->smem_bwd);
     if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "the model needs %zu bytes of shared memory per block, more than the %d "
@@ -222,6 +227,8 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
     State<REAL> *s = new State<REAL>();
     s->device = device_id;
     s->debug_layers = getenv("FNQ_DEBUG_LAYERS") != nullptr;
+    if (const char *v = getenv("FNQ_SKIP"))
+        s->skip = atoi(v);
     s->tf32 = sizeof(REAL) == 4 && getenv("FNQ_TF32") && strcmp(getenv("FNQ_TF32"), "1") == 0;
     enum fnq_status st = model_upload<REAL>(m, &s->dm);
     if (st == FNQ_STATUS_OK) {
@@ -448,6 +455,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.gpart_out = s->gp[gc].p;
         a.EC = s->EC_fwd;
         a.tf32 = s->tf32;
+        a.skip = s->skip;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
         if (!a.last && ghosts)
@@ -496,6 +504,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.epi_len = s->epi_len;
         b.EC = s->EC_bwd;
         b.tf32 = s->tf32;
+        b.skip = s->skip;
         if (s->debug_layers)
             debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid,
                              dm.layers[l].mid.dim);

@@ -113,18 +113,27 @@ __device__ __forceinline__ void block_gemm_fma(int M, int N, int K, const REAL *
 }
 
 /* acc += A[m0..m0+TM, k0..k1) . B[k0..k1, n0..n0+4); k0, k1 multiples of 4, k increasing.
- * The four 16-byte loads of B for k..k+3 are issued together; A is read one column at a time
- * (broadcast within a warp) so the tile needs few registers besides its accumulators. */
+ * B comes from L2: the four 16-byte loads for k+4..k+7 are issued before the FMAs of k..k+3,
+ * so a warp always has the next group in flight while it computes (one group at a time left
+ * the warps waiting on L2 for most of the GEMM: bench/NOTES.md v2.3). A is read one column at
+ * a time (broadcast within a warp) so the tile needs few registers besides its accumulators. */
 template <int TM>
 __device__ __forceinline__ void tile_f32(const float *A, int lda, const float *B, int ldb,
                                          int m0, int n0, int k0, int k1, float acc[TM][4])
 {
+    if (k0 >= k1)
+        return;
+    float4 b[4], nb[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+        b[q] = __ldg(reinterpret_cast<const float4 *>(B + (int64_t)(k0 + q) * ldb + n0));
 #pragma unroll 1
     for (int k = k0; k < k1; k += 4) {
-        float4 b[4];
+        /* the last group re-reads itself rather than branch */
+        const int kn = k + 4 < k1 ? k + 4 : k;
 #pragma unroll
         for (int q = 0; q < 4; q++)
-            b[q] = __ldg(reinterpret_cast<const float4 *>(B + (int64_t)(k + q) * ldb + n0));
+            nb[q] = __ldg(reinterpret_cast<const float4 *>(B + (int64_t)(kn + q) * ldb + n0));
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             float a[TM];
@@ -139,6 +148,9 @@ __device__ __forceinline__ void tile_f32(const float *A, int lda, const float *B
                 acc[i][3] += a[i] * b[q].w;
             }
         }
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            b[q] = nb[q];
     }
 }
 

@@ -209,8 +209,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             }
         }
         __syncthreads();
-        radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.off_pre, lay.ld, np, a.tf32,
-                                sR /* free until the rounds */, lay.EC * lay.ldr);
+        if (!(a.skip & kSkipHidden))
+            radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.off_pre, lay.ld, np, a.tf32,
+                                    sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         for (int k = threadIdx.x; k < np * lay.ld[K - 1]; k += blockDim.x)
             sDH[k] = 0;
@@ -223,11 +224,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             __syncthreads();
             for (int k = threadIdx.x; k < np * lay.ldr; k += blockDim.x)
                 sDR[k] = 0;
-            block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
-                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
+            /* the last round may hold fewer than kWarps tasks: only their columns */
+            const int span = 32 * min(kWarps, L.n_tasks - round.x);
+            if (!(a.skip & kSkipRoundGemm))
+                block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
+                                 L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
             const int task = round.x + warp;
-            if (task < L.n_tasks) {
+            if (task < L.n_tasks && !(a.skip & kSkipColumns)) {
                 const int4 tk = L.tasks[task];
                 const Path P = L.paths[tk.x];
                 column_backward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
@@ -237,15 +241,15 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                                                a.dx_stride);
             }
             __syncthreads();
-            if (!GHOST)
-                block_gemm<REAL>(np, L.pad[K - 1], kRoundSpan, sDR, lay.ldr,
+            if (!GHOST && !(a.skip & kSkipHiddenGrad))
+                block_gemm<REAL>(np, L.pad[K - 1], span, sDR, lay.ldr,
                                  L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
                                  L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32,
                                  sR /* free once the round's columns are done */,
                                  lay.EC * lay.ldr);
         }
         __syncthreads();
-        if constexpr (!GHOST) {
+        if (!GHOST && !(a.skip & kSkipEdgeGrad)) {
         /* dE/dY per edge: the warps' rows summed in warp order (into sY, no longer needed) */
         for (int idx = threadIdx.x; idx < n * lay.nsh; idx += blockDim.x) {
             const int k = idx / lay.nsh, q = idx % lay.nsh;

@@ -38,6 +38,7 @@ template <typename REAL> struct BackwardArgs {
     int W, epi_len;
     int EC;
     int tf32; /* tensor cores (3xTF32) for the radial-MLP GEMMs, float only */
+    int skip; /* measurement only (FNQ_SKIP, bench/NOTES.md): stages left out, kSkip* bits */
 };
 
 template <typename REAL>

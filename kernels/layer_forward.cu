@@ -97,19 +97,23 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             }
         }
         __syncthreads();
-        radial_mlp_hidden<REAL>(L, smem, lay.off_act, nullptr, lay.ld, np, a.tf32,
-                                sR /* free until the rounds */, lay.EC * lay.ldr);
+        if (!(a.skip & kSkipHidden))
+            radial_mlp_hidden<REAL>(L, smem, lay.off_act, nullptr, lay.ld, np, a.tf32,
+                                    sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         ca.n = n;
         ca.e_base = e0;
         /* rounds of column tasks */
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
-            block_gemm<REAL>(np, kRoundSpan, L.pad[K - 1], hidden, lay.ld[K - 1],
-                             L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
+            /* the last round may hold fewer than kWarps tasks: only their columns */
+            const int span = 32 * min(kWarps, L.n_tasks - round.x);
+            if (!(a.skip & kSkipRoundGemm))
+                block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
+                                 L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
             const int task = round.x + warp;
-            if (task < L.n_tasks) {
+            if (task < L.n_tasks && !(a.skip & kSkipColumns)) {
                 const int4 tk = L.tasks[task];
                 if (lane < tk.z) {
                     const Path P = L.paths[tk.x];

@@ -39,6 +39,7 @@ template <typename REAL> struct ForwardArgs {
     REAL *gpart_out;
     int EC;
     int tf32; /* tensor cores (3xTF32) for the radial-MLP GEMMs, float only */
+    int skip; /* measurement only (FNQ_SKIP, bench/NOTES.md): stages left out, kSkip* bits */
 };
 
 template <typename REAL> size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len);

@@ -122,6 +122,16 @@ template <typename REAL> struct Layer {
 };
 
 constexpr int kWarps = kThreads / 32;
+
+/* FNQ_SKIP bits: leave a stage of the layer kernels out to time the rest (results are wrong;
+ * for bench/NOTES.md only) */
+enum {
+    kSkipRoundGemm = 1,  /* the round's radial weights */
+    kSkipColumns = 2,    /* the tensor product by columns */
+    kSkipHiddenGrad = 4, /* dE/d(hidden) += dR . W^T (backward) */
+    kSkipHidden = 8,     /* the MLP's hidden layers */
+    kSkipEdgeGrad = 16,  /* the MLP's hidden layers backward and dE/dr (backward) */
+};
 constexpr int kRoundSpan = 32 * kWarps; /* columns of one round's radial-weight tile */
 
 /* Geometry tables: spherical-harmonics recursion and radial basis (always double). */

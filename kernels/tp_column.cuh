@@ -61,33 +61,56 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     return ca;
 }
 
-template <typename REAL>
-__device__ __forceinline__ const REAL *column_sender(const ColumnArgs<REAL> &c, int j)
-{
-    return c.by_species ? c.h1 + (int64_t)c.species[j] * c.din : c.h1 + (int64_t)j * c.din;
-}
+/* What a column pass reads in its edge loop, copied into registers once: the pass stores
+ * through generic pointers, so fields read through the ColumnArgs and Path references would be
+ * reloaded after every store. */
+template <typename REAL> struct ColumnView {
+    int n, nsh, ldr, din;
+    int64_t e_base;
+    const int64_t *recv_start;
+    const int *sSrc, *sRecv, *species;
+    const REAL *sY, *sR, *h1;
+    bool by_species;
+    int in_off, in_mul; /* the path's sender features: h1 row + in_off + m1 * in_mul + u */
+    int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
+
+    __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+                                          int l2)
+        : n(c.n), nsh(c.nsh), ldr(c.ldr), din(c.din), e_base(c.e_base), recv_start(c.recv_start),
+          sSrc(c.sSrc), sRecv(c.sRecv), species(c.species), sY(c.sY + l2 * l2), sR(c.sR + col),
+          h1(c.h1), by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
+          mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul)
+    {
+    }
+    /* the lane's sender features of atom j, element m1 at [m1 * in_mul] */
+    __device__ __forceinline__ const REAL *sender(int j) const
+    {
+        return (by_species ? h1 + (int64_t)species[j] * din : h1 + (int64_t)j * din) + in_off;
+    }
+};
 
 template <int L1, int L2, int L3, typename REAL>
-__device__ __noinline__ void column_forward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                REAL *A, int a_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
+    const ColumnView<REAL> c(ca, P, u, col, L2);
     REAL acc[T::D3];
     int cur = -1;
     bool first = false;
     auto flush = [&](int i) {
-        REAL *a = A + (int64_t)i * a_stride + P.mid_off + P.out_chan + u;
+        REAL *a = A + (int64_t)i * a_stride + c.mid_off;
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
-            a[m3 * P.mid_mul] = first ? acc[m3] : a[m3 * P.mid_mul] + acc[m3];
+            a[m3 * c.mid_mul] = first ? acc[m3] : a[m3 * c.mid_mul] + acc[m3];
     };
     /* the next edge's sender features are loaded while this edge is computed */
     REAL xn[T::D1];
     if (c.n > 0) {
-        const REAL *xr = column_sender(c, c.sSrc[0]) + P.in_off + u;
+        const REAL *xr = c.sender(c.sSrc[0]);
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * P.in_mul];
+            xn[m1] = xr[m1 * c.in_mul];
     }
     for (int e = 0; e < c.n; e++) {
         const int i = c.sRecv[e];
@@ -104,18 +127,18 @@ __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &c, const Pat
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             x[m1] = xn[m1];
-        const REAL *xr = column_sender(c, c.sSrc[e + 1 < c.n ? e + 1 : e]) + P.in_off + u;
+        const REAL *xr = c.sender(c.sSrc[e + 1 < c.n ? e + 1 : e]);
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * P.in_mul];
+            xn[m1] = xr[m1 * c.in_mul];
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
-            y[m2] = c.sY[e * c.nsh + L2 * L2 + m2];
+            y[m2] = c.sY[e * c.nsh + m2];
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             t[m3] = 0;
         T::fwd(x, y, t);
-        const REAL r = c.sR[e * c.ldr + col];
+        const REAL r = c.sR[e * c.ldr];
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             acc[m3] += r * t[m3];
@@ -124,42 +147,83 @@ __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &c, const Pat
         flush(cur);
 }
 
+/* Sum D values over the 32 lanes of a warp in about D + 5 shuffles instead of 5 D: while more
+ * than one value is left, each lane keeps half of its values and sends the other half to its
+ * partner (lane ^ off), which adds it to its own; then a butterfly sums the last value. Lanes
+ * whose bits 4.. agree end with the same sum, of value number *idx (< P2, the values padded to
+ * a power of two with zeros; idx >= D are padding). Fixed order, so reproducible. */
+template <int D, typename REAL>
+__device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, int *idx)
+{
+    constexpr int P2 = D <= 1 ? 1 : D <= 2 ? 2 : D <= 4 ? 4 : 8;
+    static_assert(D <= 8, "at most 8 values");
+    REAL w[P2];
+#pragma unroll
+    for (int m = 0; m < P2; m++)
+        w[m] = m < D ? v[m] : REAL(0);
+    int base = 0, off = 16;
+#pragma unroll
+    for (int cnt = P2; cnt > 1; cnt >>= 1, off >>= 1) {
+        const int half = cnt >> 1;
+        const bool upper = (lane & off) != 0;
+#pragma unroll
+        for (int j = 0; j < half; j++) {
+            const REAL send = upper ? w[j] : w[j + half];
+            const REAL keep = upper ? w[j + half] : w[j];
+            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+        }
+        base += upper ? half : 0;
+    }
+#pragma unroll
+    for (; off > 0; off >>= 1)
+        w[0] += __shfl_xor_sync(0xffffffffu, w[0], off);
+    *idx = base;
+    return w[0];
+}
+
 /* Backward of one warp task; every lane runs the edge loop (inactive lanes contribute zeros)
  * because of the warp reduction. dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
 template <int L1, int L2, int L3, typename REAL>
-__device__ __noinline__ void column_backward(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
                                 bool need_dx, bool ghost, REAL *sDR, int lddr, REAL *dYw,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
+    constexpr int P2 = T::D2 <= 1 ? 1 : T::D2 <= 2 ? 2 : T::D2 <= 4 ? 4 : 8;
+    const ColumnView<REAL> c(ca, P, u, col, L2);
     const int lane = threadIdx.x & 31;
     const REAL flip = (!ghost && (L2 & 1)) ? REAL(-1) : REAL(1);
+    const int dx_off = P.dx_off + u, dx_mul = P.mul;
+    REAL *dr_out = sDR + col;
+    /* the lanes that write dE/dY after the reduction: one per value */
+    REAL *dy_out = dYw + L2 * L2;
+    const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     REAL g[T::D3], dxacc[T::D1];
     int cur = -1;
     bool first = false;
     auto flush = [&](int i) {
-        REAL *d = dxpart + (int64_t)i * dx_stride + P.dx_off + u;
+        REAL *d = dxpart + (int64_t)i * dx_stride + dx_off;
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            d[m1 * P.mul] = first ? dxacc[m1] : d[m1 * P.mul] + dxacc[m1];
+            d[m1 * dx_mul] = first ? dxacc[m1] : d[m1 * dx_mul] + dxacc[m1];
     };
     /* the next edge's sender features and reverse-edge gradients are loaded ahead */
     REAL xn[T::D1], gjn[T::D3];
     bool revn = false;
     auto load_next = [&](int e) {
         const int j = c.sSrc[e];
-        const REAL *xr = column_sender(c, j) + P.in_off + u;
+        const REAL *xr = c.sender(j);
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * P.in_mul];
+            xn[m1] = xr[m1 * c.in_mul];
         revn = ghost || (need_dx && j < n_local);
-        const REAL *gr = GA + (int64_t)j * ga_stride + P.mid_off + P.out_chan + u;
+        const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
-            gjn[m3] = revn ? gr[m3 * P.mid_mul] : REAL(0);
+            gjn[m3] = revn ? gr[m3 * c.mid_mul] : REAL(0);
     };
     if (c.n > 0 && active)
         load_next(0);
@@ -170,10 +234,10 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &c, const Pa
                 flush(cur);
             cur = i;
             first = c.e_base + e == c.recv_start[i];
-            const REAL *gi = GA + (int64_t)i * ga_stride + P.mid_off + P.out_chan + u;
+            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
 #pragma unroll
             for (int m3 = 0; m3 < T::D3; m3++)
-                g[m3] = (active && !ghost) ? gi[m3 * P.mid_mul] : REAL(0);
+                g[m3] = (active && !ghost) ? gi[m3 * c.mid_mul] : REAL(0);
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] = 0;
@@ -197,30 +261,23 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &c, const Pa
                 load_next(e + 1);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
-                y[m2] = c.sY[e * c.nsh + L2 * L2 + m2];
+                y[m2] = c.sY[e * c.nsh + m2];
             T::bwd(x, y, g, gj, dr, v, dxr, rev);
-            const REAL r = c.sR[e * c.ldr + col];
-            sDR[e * lddr + col] = dr;
+            const REAL r = c.sR[e * c.ldr];
+            dr_out[e * lddr] = dr;
+            const REAL fr = flip * r;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
-                dxacc[m1] += flip * r * dxr[m1];
+                dxacc[m1] += fr * dxr[m1];
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 v[m2] *= r;
         }
-        /* dE/dY of this edge: butterfly over the warp (fixed order), then one write */
-#pragma unroll
-        for (int m2 = 0; m2 < T::D2; m2++) {
-            REAL s = v[m2];
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1)
-                s += __shfl_xor_sync(0xffffffffu, s, off);
-            v[m2] = s;
-        }
-        if (lane == 0)
-#pragma unroll
-            for (int m2 = 0; m2 < T::D2; m2++)
-                dYw[e * dyw_ld + L2 * L2 + m2] += v[m2];
+        /* dE/dY of this edge: summed over the warp (fixed order), one write per value */
+        int m2;
+        const REAL s = warp_sum_spread<T::D2>(v, lane, &m2);
+        if (dy_writer && m2 < T::D2)
+            dy_out[e * dyw_ld + m2] += s;
     }
     if (cur >= 0 && active && need_dx)
         flush(cur);
