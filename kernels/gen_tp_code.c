@@ -5,8 +5,8 @@
  * exact hex-float literals) and m indices are constants, so a thread keeps a channel's sender
  * features, Y and accumulators in registers:
  *   fwd: t[m3] += c x[m1] y[m2]                        (message of one channel)
- *   bwd: dr += c x[m1] y[m2] g[m3]                     (dE/d radial weight)
- *        v[m2] += c x[m1] g[m3]                        (dE/dY, before the radial weight)
+ *   bwd: v[m2] += c x[m1] g[m3]                        (dE/dY, before the radial weight;
+ *                                                       dE/d radial weight = y . v)
  *        dxr[m1] += c y[m2] gj[m3]                     (sender gradient of the reverse edge)
  * and a host table of the same terms, which the backend compares with the model's.
  * usage: gen_tp_code OUTPUT_DEVICE.inc OUTPUT_HOST.inc
@@ -63,10 +63,11 @@ int main(int argc, char **argv)
                                     m1, m2);
                         }
                 fprintf(dev, "    }\n");
-                /* backward */
+                /* backward; dE/d(radial weight) is not here: it is sum_m2 y[m2] v[m2]
+                 * (before v is scaled by the weight), D2 FMAs instead of 3 per term */
                 fprintf(dev, "    template <typename R>\n    __device__ __forceinline__ static "
-                             "void bwd(const R *x, const R *y, const R *g, const R *gj, R &dr, "
-                             "R *v, R *dxr, bool rev)\n    {\n");
+                             "void bwd(const R *x, const R *y, const R *g, const R *gj, R *v, "
+                             "R *dxr, bool rev)\n    {\n");
                 for (int m1 = 0; m1 < d1; m1++)
                     for (int m3 = 0; m3 < d3; m3++)
                         for (int m2 = 0; m2 < d2; m2++) {
@@ -74,10 +75,9 @@ int main(int argc, char **argv)
                             if (w == 0.0)
                                 continue;
                             fprintf(dev,
-                                    "        { const R a = R(%a) * x[%d]; dr += a * y[%d] * g[%d]; "
-                                    "v[%d] += a * g[%d]; if (rev) dxr[%d] += R(%a) * y[%d] * "
-                                    "gj[%d]; }\n",
-                                    w * coef, m1, m2, m3, m2, m3, m1, w * coef, m2, m3);
+                                    "        v[%d] += R(%a) * x[%d] * g[%d]; if (rev) dxr[%d] += "
+                                    "R(%a) * y[%d] * gj[%d];\n",
+                                    m2, w * coef, m1, m3, m1, w * coef, m2, m3);
                             fprintf(host, "    {%d, %d, %d, %d, %d, %d, %a},\n", l1, l2, l3, m1,
                                     m2, m3, w * coef);
                         }

@@ -7,7 +7,8 @@
  * Forward: the lane sums its channel's messages over each receiver's edges and writes them to
  *   the receiver's message vector A (it is the only writer of those elements).
  * Backward: per edge, dE/d(radial weight) of the lane's channel (into shared memory, for the
- *   MLP-gradient GEMM), dE/dY (a fixed-order warp butterfly, then one write per warp), and the
+ *   MLP-gradient GEMM; y . v, from the dE/dY sums below), dE/dY (summed over the warp in a
+ *   fixed order, warp_sum_spread, then one write per value), and the
  *   gradient of the receiver's own sender features through the reverse edge, summed per
  *   receiver into a per-path scratch row.
  */
@@ -262,7 +263,10 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.sY[e * c.nsh + m2];
-            T::bwd(x, y, g, gj, dr, v, dxr, rev);
+            T::bwd(x, y, g, gj, v, dxr, rev);
+#pragma unroll
+            for (int m2 = 0; m2 < T::D2; m2++)
+                dr += y[m2] * v[m2];
             const REAL r = c.sR[e * c.ldr];
             dr_out[e * lddr] = dr;
             const REAL fr = flip * r;
