@@ -227,8 +227,12 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
     State<REAL> *s = new State<REAL>();
     s->device = device_id;
     s->debug_layers = getenv("FNQ_DEBUG_LAYERS") != nullptr;
-    if (const char *v = getenv("FNQ_SKIP"))
+    if (const char *v = getenv("FNQ_SKIP")) {
         s->skip = atoi(v);
+        if (s->skip)
+            fprintf(stderr, "fusednequip: FNQ_SKIP=%d is set: the CUDA kernels leave stages out "
+                            "and every result is WRONG (for timing the rest only)\n", s->skip);
+    }
     s->tf32 = sizeof(REAL) == 4 && getenv("FNQ_TF32") && strcmp(getenv("FNQ_TF32"), "1") == 0;
     enum fnq_status st = model_upload<REAL>(m, &s->dm);
     if (st == FNQ_STATUS_OK) {
