@@ -5,8 +5,9 @@
  * stay the same.
  *
  * One evaluation: (neighbour list: host cell grid, device count/fill/sender index) ->
- * per layer one fused forward kernel -> per layer one fused backward kernel -> force/virial
- * assembly and deterministic totals: 2 launches per layer plus 2. With ghost atoms (LAMMPS),
+ * per-edge geometry (Y, radial basis) -> per layer one fused forward kernel -> per layer one
+ * fused backward kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) ->
+ * force/virial assembly and deterministic totals: 2 launches per layer plus 4. With ghost atoms (LAMMPS),
  * exchanges between launches move ghost rows (device gather for an owner map, host round trip
  * for the caller's MPI callbacks) and the backward epilogue runs as its own kernel.
  */
@@ -18,6 +19,7 @@
 
 #include "assemble.cuh"
 #include "common.cuh"
+#include "edge_geometry.cuh"
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "model_upload.cuh"
@@ -89,6 +91,8 @@ template <typename REAL> struct State {
     /* graph */
     DevBuf<int> species;
     DevBuf<double> pos, edge_vec, edge_grad;
+    DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
+    DevBuf<double> edge_ggeo; /* [n_edges][nsh + n_basis]: their gradients, summed over layers */
     DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
     /* activations */
     std::vector<DevBuf<REAL>> h1, y, rho;
@@ -121,6 +125,7 @@ template <typename REAL> static void state_free(State<REAL> *s)
     if (s->graph)
         cudaGraphExecDestroy(s->graph);
     release(s->species), release(s->pos), release(s->edge_vec), release(s->edge_grad);
+    release(s->edge_feat), release(s->edge_ggeo);
     release(s->recv_start), release(s->edge_send), release(s->edge_recv);
     release(s->send_start), release(s->send_edges);
     for (auto &b : s->h1) release(b);
@@ -269,6 +274,9 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
     FNQ_CHECK(ensure(s->edge_vec, 3 * ne, "edge vectors", ep));
     FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
+    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_basis;
+    FNQ_CHECK(ensure(s->edge_feat, nf * ne, "edge geometry", ep));
+    FNQ_CHECK(ensure(s->edge_ggeo, nf * ne, "edge geometry gradients", ep));
     FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
@@ -417,8 +425,11 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
      * whose owned rows may still receive gradients from other ranks' ghosts. */
     const bool ghosts = fnq__exchange_needed(x);
     s->launches_model = 0;
-    FNQ_CUDA_CHECK(cudaMemsetAsync(s->edge_grad.p, 0, sizeof(double) * 3 * (ne > 0 ? ne : 1),
-                                   s->stream));
+    if (ne > 0) {
+        FNQ_CUDA_CHECK(edge_features_launch<REAL>(dm.geo, s->edge_vec.p, ne, s->edge_feat.p,
+                                                  s->stream));
+        s->launches_model++;
+    }
     int hc = 0, gc = 0;
     for (int l = 0; l < L; l++) {
         ForwardArgs<REAL> a;
@@ -436,7 +447,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.A = s->msg.p;
         a.a_stride = dm.max_mid;
         a.species = s->species.p;
-        a.edge_vec = s->edge_vec.p;
+        a.edge_feat = s->edge_feat.p;
         a.h1 = s->h1[l].p;
         a.h1_table = dm.h1_table;
         a.hin = s->h[hc].p;
@@ -489,7 +500,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.recv_start = s->recv_start.p;
         b.edge_send = s->edge_send.p;
         b.species = s->species.p;
-        b.edge_vec = s->edge_vec.p;
+        b.edge_feat = s->edge_feat.p;
         b.send_start = s->send_start.p;
         b.send_edges = s->send_edges.p;
         b.edge_recv = s->edge_recv.p;
@@ -497,7 +508,8 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.h1_table = dm.h1_table;
         b.ga = s->ga[gc].p;
         b.ga_stride = dm.max_mid;
-        b.edge_grad = s->edge_grad.p;
+        b.edge_ggeo = s->edge_ggeo.p;
+        b.first_ggeo = l == L - 1;
         b.dh1 = s->dh1.p;
         b.gpart_in = s->gp[gc].p;
         b.y_prev = l > 0 ? s->y[l - 1].p : nullptr;
@@ -522,6 +534,11 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             s->launches_model++;
         }
         gc ^= 1;
+    }
+    if (ne > 0) {
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p,
+                                        s->edge_grad.p, s->stream));
+        s->launches_model++;
     }
     AssembleArgs as;
     as.n_local = nl;

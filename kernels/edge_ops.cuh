@@ -1,7 +1,8 @@
 /*
  * edge_ops.cuh: per-edge geometry on the device, in double precision: e3nn spherical
  * harmonics by the same Clebsch-Gordan recursion as the host (core/src/sh.c), with their
- * gradient, and the radial basis with its derivative (core/src/radial.c).
+ * gradient, and the radial basis with its derivative (core/src/radial.c); and the staging of a
+ * super-chunk's precomputed features into shared memory for the layer kernels.
  */
 #pragma once
 
@@ -68,31 +69,30 @@ __device__ __forceinline__ void radial_basis(const Geometry &g, double d, double
     }
 }
 
-/* Stage edge k of a super-chunk for the radial MLP and the tensor product: its spherical
- * harmonics into sY[k * nsh ..] and radial basis into sB[k * ld0 ..] (zero past n_basis). A
- * padding row (valid false, e unused) is all zeros, so the GEMMs see zero padding. nd gets
- * the unit vector and the length. */
+/* Stage the edges [e0, e0 + n) of a super-chunk (edge numbers through `index` when given) from
+ * the per-edge features (edge_geometry.cu: feat rows of nsh spherical harmonics, then n_basis
+ * basis values): spherical harmonics into sY[k * nsh ..], the basis into sB[k * ld0 ..], zero
+ * past n_basis and in the padding rows n..np-1, so the GEMMs see zero padding. */
 template <typename REAL>
-__device__ __forceinline__ void stage_edge_geometry(const Geometry &g, const double *edge_vec,
-                                                    int64_t e, bool valid, int k, int nsh,
-                                                    int ld0, int n_basis, REAL *sY, REAL *sB,
-                                                    double nd[4])
+__device__ __forceinline__ void stage_edge_features(const REAL *feat, int nsh, int n_basis,
+                                                    const int64_t *index, int64_t e0, int n,
+                                                    int np, REAL *sY, REAL *sB, int ld0)
 {
-    double y[kMaxSh], basis[kMaxBasis];
-    if (valid) {
-        const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
-        const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-        nd[0] = r0 / d;
-        nd[1] = r1 / d;
-        nd[2] = r2 / d;
-        nd[3] = d;
-        sh_eval(g, nd, y, nullptr);
-        radial_basis(g, d, basis, nullptr);
+    const int nf = nsh + n_basis;
+    for (int idx = threadIdx.x; idx < np * ld0; idx += blockDim.x) {
+        const int k = idx / ld0, q = idx - k * ld0;
+        REAL v = REAL(0);
+        if (k < n && q < n_basis) {
+            const int64_t e = index ? index[e0 + k] : e0 + k;
+            v = feat[e * nf + nsh + q];
+        }
+        sB[idx] = v;
     }
-    for (int q = 0; q < nsh; q++)
-        sY[k * nsh + q] = valid ? REAL(y[q]) : REAL(0);
-    for (int q = 0; q < ld0; q++)
-        sB[k * ld0 + q] = (valid && q < n_basis) ? REAL(basis[q]) : REAL(0);
+    for (int idx = threadIdx.x; idx < n * nsh; idx += blockDim.x) {
+        const int k = idx / nsh, q = idx - k * nsh;
+        const int64_t e = index ? index[e0 + k] : e0 + k;
+        sY[idx] = feat[e * nf + q];
+    }
 }
 
 } // namespace fnqcu

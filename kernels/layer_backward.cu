@@ -2,14 +2,15 @@
  * layer_backward.cu: one fused kernel per interaction layer, backward. One block owns NB
  * consecutive receiving atoms (dE/dA of every owned atom is known: from the forward epilogue or
  * the layer above) and walks their edges in super-chunks of EC:
- *   - geometry, Y, radial basis; the MLP hidden layers (pre-activations kept);
+ *   - Y and radial basis (precomputed per edge); the MLP hidden layers (pre-activations kept);
  *   - per round of column tasks: the round's radial weights (block_gemm), the tensor-product
  *     backward by columns (tp_column.cuh): dE/d(radial weight) into shared memory, dE/dY per
  *     edge, and the receiver's own sender-feature gradient through the reverse edge (the edge
  *     j <- i has the same radial weights and Y_l(-r) = (-1)^l Y_l(r)); then
  *     dE/d(hidden) += dR . W_round^T (block_gemm);
- *   - the MLP hidden layers backward (block_gemm on the transposed weights), then
- *     dE/dr_e through Y(r/|r|) and the basis(|r|), added to the edge's gradient;
+ *   - the MLP hidden layers backward (block_gemm on the transposed weights); dE/dY and
+ *     dE/d(basis) of each edge are added to its row of edge_ggeo (dE/dr_e follows once, after
+ *     the last layer: edge_geometry.cu);
  *   - epilogue for the NB atoms: dE/dh1 (summed over the paths of each input block), then
  *     dE/d(layer input) = linear_1^T(dh1 s) + self-connection part, then the node backward of
  *     the layer below (gate, norm, linear_2^T) gives that layer's dE/dA.
@@ -29,7 +30,7 @@ namespace fnqcu {
 template <typename REAL> struct BwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
     size_t off_y, off_act[kMaxMlp], off_pre[kMaxMlp], off_r, off_dr, off_dh, off_dyw, off_m0,
-        off_m1, off_geo, off_src, off_recv, edge_bytes;
+        off_m1, off_src, off_recv, edge_bytes;
     size_t off_dx, off_tmp, off_gin, off_yv, off_yn, off_gyn, off_rho, off_red, epi_bytes;
 
     __host__ __device__ void init(const Layer<REAL> &L, const Layer<REAL> &Pv, int lmax, int ec,
@@ -62,7 +63,6 @@ template <typename REAL> struct BwdLayout {
         /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
         off_m0 = off_r;
         off_m1 = off_dr;
-        off_geo = take(sizeof(double) * EC * 4);
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
         edge_bytes = o;
@@ -186,7 +186,6 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sY = (REAL *)(smem + lay.off_y), *sR = (REAL *)(smem + lay.off_r);
     REAL *sDR = (REAL *)(smem + lay.off_dr), *sDH = (REAL *)(smem + lay.off_dh);
     REAL *sDYw = (REAL *)(smem + lay.off_dyw);
-    double *sGeo = (double *)(smem + lay.off_geo);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, start, sSrc, sRecv, sY, sR, L.in.dim);
@@ -196,17 +195,12 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
-        for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            const int64_t e = k < n ? (GHOST ? a.send_edges[e0 + k] : e0 + k) : -1;
-            double nd[4];
-            stage_edge_geometry<REAL>(a.geo, a.edge_vec, e, k < n, k, lay.nsh, lay.ld[0],
-                                      L.size[0], sY, sB, nd);
-            if (k < n) {
-                for (int c = 0; c < 4; c++)
-                    sGeo[4 * k + c] = nd[c];
-                sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
-                sRecv[k] = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
-            }
+        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis,
+                                  GHOST ? a.send_edges : nullptr, e0, n, np, sY, sB, lay.ld[0]);
+        for (int k = threadIdx.x; k < n; k += blockDim.x) {
+            const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
+            sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
+            sRecv[k] = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
         }
         __syncthreads();
         if (!(a.skip & kSkipHidden))
@@ -283,26 +277,15 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             which ^= 1;
         }
         __syncthreads();
-        /* dE/dr_e through Y(r/|r|) and the basis(|r|) */
-        for (int k = threadIdx.x; k < n; k += blockDim.x) {
-            const double nv[3] = {sGeo[4 * k], sGeo[4 * k + 1], sGeo[4 * k + 2]};
-            const double d = sGeo[4 * k + 3];
-            double y[kMaxSh], dyn[kMaxSh * 3], basis[kMaxBasis], dbasis[kMaxBasis];
-            sh_eval(a.geo, nv, y, dyn);
-            radial_basis(a.geo, d, basis, dbasis);
-            double dd = 0.0, dn[3] = {0.0, 0.0, 0.0};
-            for (int q = 0; q < L.size[0]; q++)
-                dd += (double)cur[k * ldc + q] * dbasis[q];
-            for (int q = 0; q < lay.nsh; q++) {
-                const double gy = (double)sY[k * lay.nsh + q];
-                dn[0] += gy * dyn[3 * q];
-                dn[1] += gy * dyn[3 * q + 1];
-                dn[2] += gy * dyn[3 * q + 2];
-            }
-            const double proj = dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
-            double *ge = a.edge_grad + 3 * (e0 + k);
-            for (int c = 0; c < 3; c++)
-                ge[c] += (dn[c] - proj * nv[c]) / d + dd * nv[c];
+        /* dE/dY and dE/d(basis) of each edge, summed over the layers; dE/dr_e follows from
+         * them once, after the last backward layer (edge_geometry.cu) */
+        const int nf = lay.nsh + a.geo.n_basis;
+        for (int idx = threadIdx.x; idx < n * nf; idx += blockDim.x) {
+            const int k = idx / nf, q = idx - k * nf;
+            const double v = q < lay.nsh ? (double)sY[k * lay.nsh + q]
+                                         : (double)cur[k * ldc + q - lay.nsh];
+            double *gg = a.edge_ggeo + (e0 + k) * nf + q;
+            *gg = a.first_ggeo ? v : *gg + v;
         }
         } /* !GHOST */
     }

@@ -19,14 +19,15 @@ template <typename REAL> struct BackwardArgs {
     const int64_t *recv_start, *edge_send, *edge_recv;
     const int64_t *send_start, *send_edges;
     const int *species;
-    const double *edge_vec;
+    const REAL *edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
     /* saved by the forward pass */
     const REAL *h1;       /* [n_all][L.in.dim] */
     const REAL *h1_table; /* layer 0 */
     const REAL *ga;       /* [n_local][ga_stride] dE/dA of this layer */
     int ga_stride;
     /* outputs and scratch */
-    double *edge_grad; /* [n_edges][3], accumulated over layers */
+    double *edge_ggeo; /* [n_edges][nsh + n_basis]: dE/dY, dE/d(basis), summed over layers */
+    int first_ggeo;    /* the first backward layer writes edge_ggeo instead of adding */
     REAL *dxpart;      /* [n_all][dx_stride] per-path sender-feature gradients */
     int dx_stride;
     REAL *dh1;         /* [n_all][L.in.dim] dE/dh1 (when not fused, and for ghosts) */

@@ -1,7 +1,8 @@
 /*
  * layer_forward.cu: one fused kernel per interaction layer, forward. One block owns NB
  * consecutive receiving atoms and walks their edges (sorted by receiver) in super-chunks of EC:
- *   - geometry, spherical harmonics and radial basis of each edge (double, then REAL);
+ *   - spherical harmonics and radial basis of each edge (computed once per evaluation,
+ *     edge_geometry.cu);
  *   - the radial MLP's hidden layers for the super-chunk (block_gemm);
  *   - per round of column tasks: the round's tile of radial weights (block_gemm), then the
  *     tensor product by columns (tp_column.cuh): each lane sums its channel's messages per
@@ -85,16 +86,13 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         const int n = (int)min((int64_t)lay.EC, ee - e0);
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
-        /* geometry; rows n..np-1 are zero so the GEMMs see zero padding */
+        /* geometry (precomputed per edge); rows n..np-1 are zero so the GEMMs see zero padding */
         REAL *sB = (REAL *)(smem + lay.off_act[0]);
-        for (int k = threadIdx.x; k < np; k += blockDim.x) {
-            double nd[4];
-            stage_edge_geometry<REAL>(a.geo, a.edge_vec, e0 + k, k < n, k, lay.nsh, lay.ld[0],
-                                      L.size[0], sY, sB, nd);
-            if (k < n) {
-                sSrc[k] = (int)a.edge_send[e0 + k];
-                sRecv[k] = (int)a.edge_recv[e0 + k];
-            }
+        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis, nullptr, e0, n, np, sY, sB,
+                                  lay.ld[0]);
+        for (int k = threadIdx.x; k < n; k += blockDim.x) {
+            sSrc[k] = (int)a.edge_send[e0 + k];
+            sRecv[k] = (int)a.edge_recv[e0 + k];
         }
         __syncthreads();
         if (!(a.skip & kSkipHidden))

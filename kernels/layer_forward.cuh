@@ -15,7 +15,7 @@ template <typename REAL> struct ForwardArgs {
     /* graph: edges sorted by receiver */
     const int64_t *recv_start, *edge_send, *edge_recv;
     const int *species;
-    const double *edge_vec;
+    const REAL *edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
     /* inputs */
     const REAL *h1;       /* [n_all][L.in.dim] sender features (layers >= 1) */
     const REAL *h1_table; /* [n_species][L.in.dim] sender features of layer 0 */

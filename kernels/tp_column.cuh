@@ -34,6 +34,7 @@ template <typename REAL> struct ColumnArgs {
     const REAL *h1;
     const int *species;
     int by_species, din;
+    int skip; /* FNQ_SKIP bits (kSkipGather*): timing only */
 };
 
 /* The per-kernel part of ColumnArgs: staged edges in shared memory (lay: the kernel's shared
@@ -59,6 +60,7 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.species = a.species;
     ca.by_species = a.layer == 0;
     ca.din = din;
+    ca.skip = a.skip;
     return ca;
 }
 
@@ -66,7 +68,7 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */
 template <typename REAL> struct ColumnView {
-    int n, nsh, ldr, din;
+    int n, nsh, ldr, din, skip;
     int64_t e_base;
     const int64_t *recv_start;
     const int *sSrc, *sRecv, *species;
@@ -77,7 +79,7 @@ template <typename REAL> struct ColumnView {
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                           int l2)
-        : n(c.n), nsh(c.nsh), ldr(c.ldr), din(c.din), e_base(c.e_base), recv_start(c.recv_start),
+        : n(c.n), nsh(c.nsh), ldr(c.ldr), din(c.din), skip(c.skip), e_base(c.e_base), recv_start(c.recv_start),
           sSrc(c.sSrc), sRecv(c.sRecv), species(c.species), sY(c.sY + l2 * l2), sR(c.sR + col),
           h1(c.h1), by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul)
@@ -128,7 +130,8 @@ __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Pa
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             x[m1] = xn[m1];
-        const REAL *xr = c.sender(c.sSrc[e + 1 < c.n ? e + 1 : e]);
+        const int en = e + 1 < c.n ? e + 1 : e;
+        const REAL *xr = c.sender((c.skip & kSkipGatherX) ? c.sRecv[en] : c.sSrc[en]);
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
@@ -216,12 +219,13 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     bool revn = false;
     auto load_next = [&](int e) {
         const int j = c.sSrc[e];
-        const REAL *xr = c.sender(j);
+        const REAL *xr = c.sender((c.skip & kSkipGatherX) ? c.sRecv[e] : j);
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
         revn = ghost || (need_dx && j < n_local);
-        const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
+        const int jg = (c.skip & kSkipGatherGrad) ? c.sRecv[e] : j;
+        const REAL *gr = GA + (int64_t)jg * ga_stride + c.mid_off;
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             gjn[m3] = revn ? gr[m3 * c.mid_mul] : REAL(0);

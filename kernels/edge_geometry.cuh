@@ -1,0 +1,26 @@
+/*
+ * edge_geometry.cuh: the per-edge geometry of one evaluation, computed once instead of in every
+ * layer kernel (edge_geometry.cu).
+ *
+ *   before the layers: feat[e] = (Y(r_e / |r_e|), basis(|r_e|)) in REAL, nsh + n_basis values
+ *     per edge, read by every forward and backward layer kernel;
+ *   the backward layers sum dE/dY and dE/d(basis) of each edge into ggeo[e] (double, same
+ *     row layout), the first one to run writing instead of adding;
+ *   after the layers: g_e = dE/dr_e from ggeo through Y's and the basis' derivatives.
+ * Y and the basis are the same functions of r_e in every layer, so the chain rule through them
+ * is needed once per edge and evaluation, not once per layer.
+ */
+#pragma once
+
+#include "model_dev.cuh"
+
+namespace fnqcu {
+
+template <typename REAL>
+cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
+                                 REAL *feat, cudaStream_t stream);
+
+cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
+                             const double *ggeo, double *edge_grad, cudaStream_t stream);
+
+} // namespace fnqcu
