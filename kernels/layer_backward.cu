@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sDYw = (REAL *)(smem + lay.off_dyw);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
-    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, start, sSrc, sRecv, sY, sR, L.in.dim);
+    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
@@ -200,7 +200,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
             sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
-            sRecv[k] = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
+            const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
+            sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
         __syncthreads();
         if (!(a.skip & kSkipHidden))
@@ -212,7 +213,6 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         for (int k = threadIdx.x; k < n * kWarps * lay.nsh; k += blockDim.x)
             sDYw[k] = 0;
         ca.n = n;
-        ca.e_base = e0;
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             __syncthreads();
@@ -230,8 +230,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                 const Path P = L.paths[tk.x];
                 column_backward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
                                                lane < tk.z, a.ga, a.ga_stride, a.n_local,
-                                               need_dx || GHOST, GHOST, sDR, lay.ldr,
-                                               sDYw + warp * lay.nsh, kWarps * lay.nsh, a.dxpart,
+                                               need_dx || GHOST, GHOST, shared_offset(sDR),
+                                               shared_offset(sDYw + warp * lay.nsh),
+                                               kWarps * lay.nsh, a.dxpart,
                                                a.dx_stride);
             }
             __syncthreads();

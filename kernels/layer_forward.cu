@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     REAL *sR = (REAL *)(smem + lay.off_r);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
 
-    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, a.recv_start, sSrc, sRecv, sY, sR, L.in.dim);
+    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
@@ -92,7 +92,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
                                   lay.ld[0]);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             sSrc[k] = (int)a.edge_send[e0 + k];
-            sRecv[k] = (int)a.edge_recv[e0 + k];
+            const int i = (int)a.edge_recv[e0 + k];
+            sRecv[k] = i | (e0 + k == a.recv_start[i] ? kFirstEdge : 0);
         }
         __syncthreads();
         if (!(a.skip & kSkipHidden))
@@ -100,7 +101,6 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
                                     sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         ca.n = n;
-        ca.e_base = e0;
         /* rounds of column tasks */
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];

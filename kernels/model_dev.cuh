@@ -131,9 +131,6 @@ enum {
     kSkipHiddenGrad = 4, /* dE/d(hidden) += dR . W^T (backward) */
     kSkipHidden = 8,     /* the MLP's hidden layers */
     kSkipEdgeGrad = 16,  /* the MLP's hidden layers backward and dE/dr (backward) */
-    kSkipGatherGrad = 32, /* backward: the reverse edge's dE/dA row read from the receiver
-                             (cache-hot) instead of the sender: the cost of that gather */
-    kSkipGatherX = 64,   /* sender features read from the receiver's row: the cost of that gather */
 };
 constexpr int kRoundSpan = 32 * kWarps; /* columns of one round's radial-weight tile */
 

@@ -20,47 +20,59 @@
 
 namespace fnqcu {
 
+/* The column passes are separate (noinline) functions, where a pointer into shared memory would
+ * be a 64-bit generic address (two registers, generic loads); they address the kernel's dynamic
+ * shared memory by 32-bit byte offsets instead. */
+template <typename T> __device__ __forceinline__ T &shared_at(uint32_t byte_off)
+{
+    extern __shared__ __align__(32) unsigned char fnq_dynamic_smem[];
+    return *reinterpret_cast<T *>(fnq_dynamic_smem + byte_off);
+}
+
+__device__ __forceinline__ uint32_t shared_offset(const void *p)
+{
+    extern __shared__ __align__(32) unsigned char fnq_dynamic_smem[];
+    return (uint32_t)((const unsigned char *)p - fnq_dynamic_smem);
+}
+
+/* Per staged edge: the sender, and the receiver with this bit set when the edge is the first
+ * of the receiver's list (its sums start from zero rather than add to the previous chunk's). */
+constexpr int kFirstEdge = int(0x80000000u);
+
 /* What a column pass needs besides the path itself. */
 template <typename REAL> struct ColumnArgs {
-    int n;                  /* edges in the super-chunk */
-    int64_t e_base;         /* global index of edge 0 of the super-chunk */
-    const int64_t *recv_start;
-    const int *sSrc, *sRecv; /* per edge: sender, receiver */
-    const REAL *sY;
+    int n;                   /* edges in the super-chunk */
+    uint32_t src, recv;      /* shared-memory offsets: per edge sender, receiver | kFirstEdge */
+    uint32_t y;              /* Y of edge e at y + (e * nsh + m) * sizeof(REAL) */
     int nsh;
-    const REAL *sR; /* radial weights of this round: [edge][ldr] */
+    uint32_t r;              /* radial weights of this round: [edge][ldr] */
     int ldr;
     /* sender features: h1[j * din], or the per-species table for layer 0 */
     const REAL *h1;
     const int *species;
     int by_species, din;
-    int skip; /* FNQ_SKIP bits (kSkipGather*): timing only */
 };
 
 /* The per-kernel part of ColumnArgs: staged edges in shared memory (lay: the kernel's shared
- * memory layout) and the layer's sender features (a: the kernel's arguments). n and e_base are
- * set per super-chunk. */
+ * memory layout) and the layer's sender features (a: the kernel's arguments). n is set per
+ * super-chunk. */
 template <typename REAL, typename Args, typename Layout>
 __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Layout &lay,
-                                                        const int64_t *recv_start,
                                                         const int *sSrc, const int *sRecv,
                                                         const REAL *sY, const REAL *sR, int din)
 {
     ColumnArgs<REAL> ca;
     ca.n = 0;
-    ca.e_base = 0;
-    ca.recv_start = recv_start;
-    ca.sSrc = sSrc;
-    ca.sRecv = sRecv;
-    ca.sY = sY;
+    ca.src = shared_offset(sSrc);
+    ca.recv = shared_offset(sRecv);
+    ca.y = shared_offset(sY);
     ca.nsh = lay.nsh;
-    ca.sR = sR;
+    ca.r = shared_offset(sR);
     ca.ldr = lay.ldr;
     ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
     ca.species = a.species;
     ca.by_species = a.layer == 0;
     ca.din = din;
-    ca.skip = a.skip;
     return ca;
 }
 
@@ -68,29 +80,65 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */
 template <typename REAL> struct ColumnView {
-    int n, nsh, ldr, din, skip;
-    int64_t e_base;
-    const int64_t *recv_start;
-    const int *sSrc, *sRecv, *species;
-    const REAL *sY, *sR, *h1;
+    int n;
+    uint32_t src, recv, y, r; /* shared memory: y and r already at the lane's Y block, column */
+    uint32_t y_stride, r_stride; /* bytes per edge */
+    const int *species;
+    const REAL *h1;
+    int din;
     bool by_species;
     int in_off, in_mul; /* the path's sender features: h1 row + in_off + m1 * in_mul + u */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                           int l2)
-        : n(c.n), nsh(c.nsh), ldr(c.ldr), din(c.din), skip(c.skip), e_base(c.e_base), recv_start(c.recv_start),
-          sSrc(c.sSrc), sRecv(c.sRecv), species(c.species), sY(c.sY + l2 * l2), sR(c.sR + col),
-          h1(c.h1), by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
+        : n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
+          r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
+          r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
+          by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul)
     {
     }
+    __device__ __forceinline__ int sender_of(int e) const { return shared_at<int>(src + 4 * e); }
+    __device__ __forceinline__ int receiver_of(int e) const { return shared_at<int>(recv + 4 * e); }
+    __device__ __forceinline__ REAL Y(int e, int m) const
+    {
+        return shared_at<REAL>(y + e * y_stride + m * (int)sizeof(REAL));
+    }
+    __device__ __forceinline__ REAL weight(int e) const { return shared_at<REAL>(r + e * r_stride); }
     /* the lane's sender features of atom j, element m1 at [m1 * in_mul] */
     __device__ __forceinline__ const REAL *sender(int j) const
     {
         return (by_species ? h1 + (int64_t)species[j] * din : h1 + (int64_t)j * din) + in_off;
     }
 };
+
+/* A column pass's per-lane state lives in register arrays; helpers that touch them are force
+ * inlined (a lambda capturing them by reference was not always inlined, which put the arrays
+ * in local memory: ~20-50 local loads and stores per edge, measured in bench/NOTES.md v2.4). */
+
+/* Write (first edge of the receiver's list) or add the lane's D sums at row[m * mul]. */
+template <int D, typename REAL>
+__device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const REAL (&acc)[D])
+{
+#pragma unroll
+    for (int m = 0; m < D; m++)
+        row[m * mul] = first ? acc[m] : row[m * mul] + acc[m];
+}
+
+/* The message gradients of edge e's sender (the reverse edge's), when rev; zeros otherwise. */
+template <int D3, typename REAL>
+__device__ __forceinline__ void load_sender_grad(const ColumnView<REAL> &c, int e, const REAL *GA,
+                                                 int ga_stride, bool want_rev, int rev_limit,
+                                                 REAL (&gj)[D3], bool &rev)
+{
+    const int j = c.sender_of(e);
+    rev = want_rev && j < rev_limit;
+    const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
+#pragma unroll
+    for (int m3 = 0; m3 < D3; m3++)
+        gj[m3] = rev ? gr[m3 * c.mid_mul] : REAL(0);
+}
 
 template <int L1, int L2, int L3, typename REAL>
 __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
@@ -101,27 +149,21 @@ __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Pa
     REAL acc[T::D3];
     int cur = -1;
     bool first = false;
-    auto flush = [&](int i) {
-        REAL *a = A + (int64_t)i * a_stride + c.mid_off;
-#pragma unroll
-        for (int m3 = 0; m3 < T::D3; m3++)
-            a[m3 * c.mid_mul] = first ? acc[m3] : a[m3 * c.mid_mul] + acc[m3];
-    };
     /* the next edge's sender features are loaded while this edge is computed */
     REAL xn[T::D1];
     if (c.n > 0) {
-        const REAL *xr = c.sender(c.sSrc[0]);
+        const REAL *xr = c.sender(c.sender_of(0));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
     }
     for (int e = 0; e < c.n; e++) {
-        const int i = c.sRecv[e];
+        const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
             if (cur >= 0)
-                flush(cur);
+                flush_sums<T::D3>(A + (int64_t)cur * a_stride + c.mid_off, c.mid_mul, first, acc);
             cur = i;
-            first = c.e_base + e == c.recv_start[i];
+            first = (ri & kFirstEdge) != 0;
 #pragma unroll
             for (int m3 = 0; m3 < T::D3; m3++)
                 acc[m3] = 0;
@@ -130,25 +172,24 @@ __device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Pa
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             x[m1] = xn[m1];
-        const int en = e + 1 < c.n ? e + 1 : e;
-        const REAL *xr = c.sender((c.skip & kSkipGatherX) ? c.sRecv[en] : c.sSrc[en]);
+        const REAL *xr = c.sender(c.sender_of(e + 1 < c.n ? e + 1 : e));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
-            y[m2] = c.sY[e * c.nsh + m2];
+            y[m2] = c.Y(e, m2);
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             t[m3] = 0;
         T::fwd(x, y, t);
-        const REAL r = c.sR[e * c.ldr];
+        const REAL r = c.weight(e);
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             acc[m3] += r * t[m3];
     }
     if (cur >= 0)
-        flush(cur);
+        flush_sums<T::D3>(A + (int64_t)cur * a_stride + c.mid_off, c.mid_mul, first, acc);
 }
 
 /* Sum D values over the 32 lanes of a warp in about D + 5 shuffles instead of 5 D: while more
@@ -192,7 +233,7 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
 template <int L1, int L2, int L3, typename REAL>
 __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
-                                bool need_dx, bool ghost, REAL *sDR, int lddr, REAL *dYw,
+                                bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
@@ -201,44 +242,31 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     const int lane = threadIdx.x & 31;
     const REAL flip = (!ghost && (L2 & 1)) ? REAL(-1) : REAL(1);
     const int dx_off = P.dx_off + u, dx_mul = P.mul;
-    REAL *dr_out = sDR + col;
+    /* dE/d(radial weight) of edge e at dr_out + e * r_stride (the round's tile of them has the
+     * layout of the weights' tile) */
+    const uint32_t dr_out = dr_tile + col * (int)sizeof(REAL);
     /* the lanes that write dE/dY after the reduction: one per value */
-    REAL *dy_out = dYw + L2 * L2;
+    const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     REAL g[T::D3], dxacc[T::D1];
     int cur = -1;
     bool first = false;
-    auto flush = [&](int i) {
-        REAL *d = dxpart + (int64_t)i * dx_stride + dx_off;
-#pragma unroll
-        for (int m1 = 0; m1 < T::D1; m1++)
-            d[m1 * dx_mul] = first ? dxacc[m1] : d[m1 * dx_mul] + dxacc[m1];
-    };
-    /* the next edge's sender features and reverse-edge gradients are loaded ahead */
-    REAL xn[T::D1], gjn[T::D3];
+    /* the next edge's reverse-edge gradients (rows of all atoms: from DRAM) are loaded ahead,
+     * sender features (L2-resident) when used; a ghost chunk's senders are all owned
+     * receivers, whose rows are wanted whatever n_local says */
+    REAL gjn[T::D3];
     bool revn = false;
-    auto load_next = [&](int e) {
-        const int j = c.sSrc[e];
-        const REAL *xr = c.sender((c.skip & kSkipGatherX) ? c.sRecv[e] : j);
-#pragma unroll
-        for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * c.in_mul];
-        revn = ghost || (need_dx && j < n_local);
-        const int jg = (c.skip & kSkipGatherGrad) ? c.sRecv[e] : j;
-        const REAL *gr = GA + (int64_t)jg * ga_stride + c.mid_off;
-#pragma unroll
-        for (int m3 = 0; m3 < T::D3; m3++)
-            gjn[m3] = revn ? gr[m3 * c.mid_mul] : REAL(0);
-    };
+    const int rev_limit = ghost ? 0x7fffffff : n_local;
     if (c.n > 0 && active)
-        load_next(0);
+        load_sender_grad<T::D3>(c, 0, GA, ga_stride, ghost || need_dx, rev_limit, gjn, revn);
     for (int e = 0; e < c.n; e++) {
-        const int i = c.sRecv[e];
+        const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
             if (cur >= 0 && active && need_dx)
-                flush(cur);
+                flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first,
+                                  dxacc);
             cur = i;
-            first = c.e_base + e == c.recv_start[i];
+            first = (ri & kFirstEdge) != 0;
             const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
 #pragma unroll
             for (int m3 = 0; m3 < T::D3; m3++)
@@ -254,25 +282,27 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         if (active) {
             REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], dr = 0;
             const bool rev = revn;
+            const REAL *xr = c.sender(c.sender_of(e));
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++) {
-                x[m1] = xn[m1];
+                x[m1] = xr[m1 * c.in_mul];
                 dxr[m1] = 0;
             }
 #pragma unroll
             for (int m3 = 0; m3 < T::D3; m3++)
                 gj[m3] = gjn[m3];
             if (e + 1 < c.n)
-                load_next(e + 1);
+                load_sender_grad<T::D3>(c, e + 1, GA, ga_stride, ghost || need_dx, rev_limit,
+                                        gjn, revn);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
-                y[m2] = c.sY[e * c.nsh + m2];
+                y[m2] = c.Y(e, m2);
             T::bwd(x, y, g, gj, v, dxr, rev);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 dr += y[m2] * v[m2];
-            const REAL r = c.sR[e * c.ldr];
-            dr_out[e * lddr] = dr;
+            const REAL r = c.weight(e);
+            shared_at<REAL>(dr_out + e * c.r_stride) = dr;
             const REAL fr = flip * r;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
@@ -285,10 +315,10 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         int m2;
         const REAL s = warp_sum_spread<T::D2>(v, lane, &m2);
         if (dy_writer && m2 < T::D2)
-            dy_out[e * dyw_ld + m2] += s;
+            shared_at<REAL>(dy_out + (e * dyw_ld + m2) * (int)sizeof(REAL)) += s;
     }
     if (cur >= 0 && active && need_dx)
-        flush(cur);
+        flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);
 }
 
 #define FNQ_TP_CODE(l1, l2, l3) ((l1) * 16 + (l2) * 4 + (l3))
@@ -311,14 +341,14 @@ __device__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P
 template <typename REAL>
 __device__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                          bool active, const REAL *GA, int ga_stride, int n_local,
-                                         bool need_dx, bool ghost, REAL *sDR, int lddr, REAL *dYw,
+                                         bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
                                          int dyw_ld, REAL *dxpart, int dx_stride)
 {
     switch (FNQ_TP_CODE(P.l1, P.l2, P.l3)) {
 #define FNQ_CASE(a, b, d)                                                                       \
     case FNQ_TP_CODE(a, b, d):                                                                  \
         column_backward<a, b, d, REAL>(c, P, u, col, active, GA, ga_stride, n_local, need_dx,   \
-                                       ghost, sDR, lddr, dYw, dyw_ld, dxpart, dx_stride);       \
+                                       ghost, dr_tile, dyw, dyw_ld, dxpart, dx_stride);         \
         break;
         FNQ_TP_PATHS(FNQ_CASE)
 #undef FNQ_CASE
