@@ -256,7 +256,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         /* MLP hidden layers backward: d act[K-1] -> d basis */
         REAL *cur = sDH;
         int ldc = lay.ld[K - 1];
-        REAL *bufs[2] = {(REAL *)(smem + lay.off_m0), (REAL *)(smem + lay.off_m1)};
+        /* two scratch matrices in turn (selected, not indexed: an indexed pointer array would
+         * live in local memory and turn the GEMM's shared loads into generic ones) */
+        REAL *const m0 = (REAL *)(smem + lay.off_m0), *const m1 = (REAL *)(smem + lay.off_m1);
         int which = 0;
         for (int k = K - 2; k >= 0; k--) {
             const REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]);
@@ -269,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                                  : REAL(0);
             }
             __syncthreads();
-            REAL *nx = bufs[which];
+            REAL *nx = which ? m1 : m0;
             block_gemm<REAL>(np, L.pad[k], L.pad[k + 1], cur, ldc, L.mlp_wtp[k], L.pad[k], nx,
                              lay.ldm, false, a.tf32, sDYw /* folded into sY above */,
                              lay.EC * kWarps * lay.nsh);

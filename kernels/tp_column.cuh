@@ -140,8 +140,13 @@ __device__ __forceinline__ void load_sender_grad(const ColumnView<REAL> &c, int 
         gj[m3] = rev ? gr[m3 * c.mid_mul] : REAL(0);
 }
 
+/* Forward and backward passes are compiled differently on purpose (8000 Si, H200, bench/NOTES.md
+ * v2.4): the forward pass inlined into the kernel's path switch keeps its arrays in registers
+ * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms), while
+ * the backward pass, which needs more registers, is faster as a separate function (inlined, the
+ * rest of its kernel got slower: 26.9 -> 28.5 ms). */
 template <int L1, int L2, int L3, typename REAL>
-__device__ __noinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
+__device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                REAL *A, int a_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
@@ -324,7 +329,7 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
 #define FNQ_TP_CODE(l1, l2, l3) ((l1) * 16 + (l2) * 4 + (l3))
 
 template <typename REAL>
-__device__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                         REAL *A, int a_stride)
 {
     switch (FNQ_TP_CODE(P.l1, P.l2, P.l3)) {
