@@ -47,7 +47,9 @@ static enum fnq_status ensure(DevBuf<T> &b, size_t n, const char *what, int *epo
 {
     if (n <= b.cap && b.p)
         return FNQ_STATUS_OK;
-    size_t want = std::max<size_t>(n + n / 4, 16);
+    /* headroom: MD with changing atom or edge counts does not reallocate (and re-record the
+     * graph) every step; 1/8 rather than more leaves room for the largest systems */
+    size_t want = std::max<size_t>(n + n / 8, 16);
     if (b.p)
         cudaFree(b.p);
     b.p = nullptr;
@@ -92,7 +94,11 @@ template <typename REAL> struct State {
     DevBuf<int> species;
     DevBuf<double> pos, edge_vec, edge_grad;
     DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
-    DevBuf<double> edge_ggeo; /* [n_edges][nsh + n_basis]: their gradients, summed over layers */
+    /* [n_edges][nsh + n_basis]: their gradients, summed over the backward layers. They live in
+     * the message buffer, which the backward pass does not use, when it is large enough (it
+     * is for nequix-mp-1: 2,208 of its 5,472 floats per atom), else in edge_ggeo_own */
+    double *edge_ggeo = nullptr;
+    DevBuf<double> edge_ggeo_own;
     DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
     /* activations */
     std::vector<DevBuf<REAL>> h1, y, rho;
@@ -125,7 +131,7 @@ template <typename REAL> static void state_free(State<REAL> *s)
     if (s->graph)
         cudaGraphExecDestroy(s->graph);
     release(s->species), release(s->pos), release(s->edge_vec), release(s->edge_grad);
-    release(s->edge_feat), release(s->edge_ggeo);
+    release(s->edge_feat), release(s->edge_ggeo_own);
     release(s->recv_start), release(s->edge_send), release(s->edge_recv);
     release(s->send_start), release(s->send_edges);
     for (auto &b : s->h1) release(b);
@@ -276,7 +282,6 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
     const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_basis;
     FNQ_CHECK(ensure(s->edge_feat, nf * ne, "edge geometry", ep));
-    FNQ_CHECK(ensure(s->edge_ggeo, nf * ne, "edge geometry gradients", ep));
     FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
@@ -296,6 +301,12 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     for (int l = 0; l < dm.n_layers; l++)
         dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
     FNQ_CHECK(ensure(s->msg, (size_t)nl * dm.max_mid, "messages", ep));
+    if (sizeof(double) * nf * ne <= sizeof(REAL) * s->msg.cap) {
+        s->edge_ggeo = reinterpret_cast<double *>(s->msg.p);
+    } else {
+        FNQ_CHECK(ensure(s->edge_ggeo_own, nf * ne, "edge geometry gradients", ep));
+        s->edge_ggeo = s->edge_ggeo_own.p;
+    }
     FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
     if (na > nl)
         FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
@@ -508,7 +519,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.h1_table = dm.h1_table;
         b.ga = s->ga[gc].p;
         b.ga_stride = dm.max_mid;
-        b.edge_ggeo = s->edge_ggeo.p;
+        b.edge_ggeo = s->edge_ggeo;
         b.first_ggeo = l == L - 1;
         b.dh1 = s->dh1.p;
         b.gpart_in = s->gp[gc].p;
@@ -536,7 +547,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         gc ^= 1;
     }
     if (ne > 0) {
-        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p,
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo,
                                         s->edge_grad.p, s->stream));
         s->launches_model++;
     }
