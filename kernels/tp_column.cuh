@@ -126,20 +126,6 @@ __device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const
         row[m * mul] = first ? acc[m] : row[m * mul] + acc[m];
 }
 
-/* The message gradients of edge e's sender (the reverse edge's), when rev; zeros otherwise. */
-template <int D3, typename REAL>
-__device__ __forceinline__ void load_sender_grad(const ColumnView<REAL> &c, int e, const REAL *GA,
-                                                 int ga_stride, bool want_rev, int rev_limit,
-                                                 REAL (&gj)[D3], bool &rev)
-{
-    const int j = c.sender_of(e);
-    rev = want_rev && j < rev_limit;
-    const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
-#pragma unroll
-    for (int m3 = 0; m3 < D3; m3++)
-        gj[m3] = rev ? gr[m3 * c.mid_mul] : REAL(0);
-}
-
 /* Forward and backward passes are compiled differently on purpose (8000 Si, H200, bench/NOTES.md
  * v2.4): the forward pass inlined into the kernel's path switch keeps its arrays in registers
  * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms), while
@@ -253,17 +239,15 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     /* the lanes that write dE/dY after the reduction: one per value */
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
-    REAL g[T::D3], dxacc[T::D1];
+    /* Per edge, the receiver's message gradients g, the sender's features x and (reverse edge)
+     * the sender's message gradients gj are loaded at the top of the iteration rather than kept
+     * or prefetched across iterations: as loop-carried registers they were spilled to local
+     * memory (a store right after each prefetch waited for the load), bench/NOTES.md v2.4. */
+    REAL dxacc[T::D1];
     int cur = -1;
     bool first = false;
-    /* the next edge's reverse-edge gradients (rows of all atoms: from DRAM) are loaded ahead,
-     * sender features (L2-resident) when used; a ghost chunk's senders are all owned
-     * receivers, whose rows are wanted whatever n_local says */
-    REAL gjn[T::D3];
-    bool revn = false;
+    const bool want_rev = ghost || need_dx;
     const int rev_limit = ghost ? 0x7fffffff : n_local;
-    if (c.n > 0 && active)
-        load_sender_grad<T::D3>(c, 0, GA, ga_stride, ghost || need_dx, rev_limit, gjn, revn);
     for (int e = 0; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
@@ -272,10 +256,6 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
                                   dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
-            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
-#pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                g[m3] = (active && !ghost) ? gi[m3 * c.mid_mul] : REAL(0);
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] = 0;
@@ -285,20 +265,22 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         for (int m2 = 0; m2 < T::D2; m2++)
             v[m2] = 0;
         if (active) {
-            REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], dr = 0;
-            const bool rev = revn;
-            const REAL *xr = c.sender(c.sender_of(e));
+            REAL x[T::D1], y[T::D2], g[T::D3], gj[T::D3], dxr[T::D1], dr = 0;
+            const int j = c.sender_of(e);
+            const bool rev = want_rev && j < rev_limit;
+            const REAL *xr = c.sender(j);
+            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
+            const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++) {
                 x[m1] = xr[m1 * c.in_mul];
                 dxr[m1] = 0;
             }
 #pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                gj[m3] = gjn[m3];
-            if (e + 1 < c.n)
-                load_sender_grad<T::D3>(c, e + 1, GA, ga_stride, ghost || need_dx, rev_limit,
-                                        gjn, revn);
+            for (int m3 = 0; m3 < T::D3; m3++) {
+                g[m3] = ghost ? REAL(0) : __ldg(gi + m3 * c.mid_mul);
+                gj[m3] = rev ? __ldg(gr + m3 * c.mid_mul) : REAL(0);
+            }
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
