@@ -244,6 +244,9 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
      * or prefetched across iterations: as loop-carried registers they were spilled to local
      * memory (a store right after each prefetch waited for the load), bench/NOTES.md v2.4. */
     REAL dxacc[T::D1];
+#pragma unroll
+    for (int m1 = 0; m1 < T::D1; m1++)
+        dxacc[m1] = 0;
     int cur = -1;
     bool first = false;
     const bool want_rev = ghost || need_dx;
@@ -251,9 +254,14 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     for (int e = 0; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
-            if (cur >= 0 && active && need_dx)
-                flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first,
-                                  dxacc);
+            if (cur >= 0 && active && need_dx) {
+                REAL *row = dxpart + (int64_t)cur * dx_stride + dx_off;
+#pragma unroll
+                for (int m1 = 0; m1 < T::D1; m1++) {
+                    const REAL prev = first ? REAL(0) : row[m1 * dx_mul];
+                    row[m1 * dx_mul] = prev + dxacc[m1];
+                }
+            }
             cur = i;
             first = (ri & kFirstEdge) != 0;
 #pragma unroll
