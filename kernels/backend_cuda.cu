@@ -153,7 +153,8 @@ template <typename REAL> static void state_free(State<REAL> *s)
 }
 
 template <typename REAL>
-static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
+static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int smem_per_sm,
+                                        int smem_reserved)
 {
     const DeviceModel<REAL> &dm = s->dm;
     if (dm.geo.n_basis > kMaxBasis)
@@ -184,7 +185,11 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit)
                                                       dm.geo.lmax, ec, s->epi_len));
         return w;
     };
-    const size_t two = (size_t)smem_limit / 2 - 1024;
+    /* two blocks share a multiprocessor's shared memory, each with what the system reserves
+     * per block (sm_90: 2 x (115,232 + 1,024) of 233,472 bytes lets 64-edge forward chunks run
+     * two blocks per SM: 7.7 -> 7.2 ms per large forward layer at 8000 Si, bench/NOTES.md) */
+    const size_t two =
+        std::min((size_t)smem_limit, (size_t)(smem_per_sm / 2 - smem_reserved));
     s->EC_fwd = 16;
     for (int ec = 64; ec >= 16; ec -= 16)
         if (fwd_bytes(ec) <= two) {
@@ -248,8 +253,12 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
     enum fnq_status st = model_upload<REAL>(m, &s->dm);
     if (st == FNQ_STATUS_OK) {
         int smem_limit = 0;
+        int smem_per_sm = 0, smem_reserved = 0;
         cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id);
-        st = configure_kernels<REAL>(s, smem_limit);
+        cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                               device_id);
+        cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
+        st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
     }
     if (st == FNQ_STATUS_OK) {
         cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
