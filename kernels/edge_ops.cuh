@@ -71,8 +71,9 @@ __device__ __forceinline__ void radial_basis(const Geometry &g, double d, double
 
 /* Stage the edges [e0, e0 + n) of a super-chunk (edge numbers through `index` when given) from
  * the per-edge features (edge_geometry.cu: feat rows of nsh spherical harmonics, then n_basis
- * basis values): spherical harmonics into sY[k * nsh ..], the basis into sB[k * ld0 ..], zero
- * past n_basis and in the padding rows n..np-1, so the GEMMs see zero padding. */
+ * basis values): spherical harmonics into sY[k * nsh ..] (unless sY is null), the basis into
+ * sB[k * ld0 ..], zero past n_basis and in the padding rows n..np-1, so the GEMMs see zero
+ * padding. */
 template <typename REAL>
 __device__ __forceinline__ void stage_edge_features(const REAL *feat, int nsh, int n_basis,
                                                     const int64_t *index, int64_t e0, int n,
@@ -88,7 +89,7 @@ __device__ __forceinline__ void stage_edge_features(const REAL *feat, int nsh, i
         }
         sB[idx] = v;
     }
-    for (int idx = threadIdx.x; idx < n * nsh; idx += blockDim.x) {
+    for (int idx = threadIdx.x; sY && idx < n * nsh; idx += blockDim.x) {
         const int k = idx / nsh, q = idx - k * nsh;
         const int64_t e = index ? index[e0 + k] : e0 + k;
         sY[idx] = feat[e * nf + q];

@@ -29,8 +29,16 @@ namespace fnqcu {
 
 template <typename REAL> struct BwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
+    /* compact: the MLP's hidden layers keep only their last activation through the rounds;
+     * the others live in the gradient tile while they are computed (free then), and after the
+     * rounds the hidden layers are run again (a few % of the work) into the two round tiles to
+     * get the pre-activations the MLP backward needs. Half the shared memory per edge, so
+     * twice the edges per chunk with two blocks per SM. Otherwise (a model whose hidden layers
+     * do not fit those tiles) everything is kept. */
+    bool compact;
     size_t off_y, off_act[kMaxMlp], off_pre[kMaxMlp], off_r, off_dr, off_dh, off_dyw, off_m0,
         off_m1, off_src, off_recv, edge_bytes;
+    size_t off_act_again[kMaxMlp], off_pre_again[kMaxMlp]; /* compact: the rerun after the rounds */
     size_t off_dx, off_tmp, off_gin, off_yv, off_yn, off_gyn, off_rho, off_red, epi_bytes;
 
     __host__ __device__ void init(const Layer<REAL> &L, const Layer<REAL> &Pv, int lmax, int ec,
@@ -39,12 +47,22 @@ template <typename REAL> struct BwdLayout {
         EC = ec;
         nsh = (lmax + 1) * (lmax + 1);
         ldm = 8;
-        for (int k = 0; k < L.n_mlp; k++) {
+        const int K = L.n_mlp;
+        for (int k = 0; k < K; k++) {
             ld[k] = L.pad[k] + 8;
             if (ld[k] > ldm)
                 ldm = ld[k];
         }
         ldr = kRoundSpan + 8;
+        /* compact needs: the first K-1 activations in one round tile; and activations,
+         * pre-activations and the two backward scratch matrices in both (32-byte alignment
+         * of each piece included) */
+        int first = 0, again = 2 * (ldm + 8);
+        for (int k = 0; k + 1 < K; k++) {
+            first += ld[k] + 8;
+            again += (ld[k] + 8) + (ld[k + 1] + 8); /* activation k, pre-activation k+1 */
+        }
+        compact = K >= 2 && first <= ldr && again <= 2 * ldr;
         size_t o = 0;
         auto take = [&](size_t bytes) {
             size_t at = (o + 31) & ~size_t(31);
@@ -52,17 +70,37 @@ template <typename REAL> struct BwdLayout {
             return at;
         };
         off_y = take(sizeof(REAL) * EC * nsh);
-        for (int k = 0; k < L.n_mlp; k++)
-            off_act[k] = take(sizeof(REAL) * EC * ld[k]);
-        for (int k = 1; k < L.n_mlp; k++)
-            off_pre[k] = take(sizeof(REAL) * EC * ld[k]);
+        if (compact) {
+            off_act[K - 1] = take(sizeof(REAL) * EC * ld[K - 1]);
+        } else {
+            for (int k = 0; k < K; k++)
+                off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+            for (int k = 1; k < K; k++)
+                off_pre[k] = take(sizeof(REAL) * EC * ld[k]);
+        }
         off_r = take(sizeof(REAL) * EC * ldr);
         off_dr = take(sizeof(REAL) * EC * ldr);
-        off_dh = take(sizeof(REAL) * EC * ld[L.n_mlp - 1]);
+        off_dh = take(sizeof(REAL) * EC * ld[K - 1]);
         off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
-        /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
-        off_m0 = off_r;
-        off_m1 = off_dr;
+        if (compact) {
+            const size_t keep = o;
+            o = off_dr; /* the first pass: activations 0..K-2 in the gradient tile */
+            for (int k = 0; k + 1 < K; k++)
+                off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+            o = off_r; /* the rerun and the MLP backward: both round tiles */
+            for (int k = 0; k + 1 < K; k++)
+                off_act_again[k] = take(sizeof(REAL) * EC * ld[k]);
+            off_act_again[K - 1] = off_act[K - 1];
+            for (int k = 1; k < K; k++)
+                off_pre_again[k] = take(sizeof(REAL) * EC * ld[k]);
+            off_m0 = take(sizeof(REAL) * EC * ldm);
+            off_m1 = take(sizeof(REAL) * EC * ldm);
+            o = keep;
+        } else {
+            /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
+            off_m0 = off_r;
+            off_m1 = off_dr;
+        }
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
         edge_bytes = o;
@@ -205,8 +243,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         }
         __syncthreads();
         if (!(a.skip & kSkipHidden))
-            radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.off_pre, lay.ld, np, a.tf32,
-                                    sR /* free until the rounds */, lay.EC * lay.ldr);
+            radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.compact ? nullptr : lay.off_pre,
+                                    lay.ld, np, a.tf32, sR /* free until the rounds */,
+                                    lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         for (int k = threadIdx.x; k < np * lay.ld[K - 1]; k += blockDim.x)
             sDH[k] = 0;
@@ -253,6 +292,18 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                 s += sDYw[(k * kWarps + w) * lay.nsh + q];
             sY[idx] = s;
         }
+        const size_t *off_pre = lay.off_pre;
+        if (lay.compact) {
+            /* the hidden layers again, now keeping their pre-activations */
+            __syncthreads();
+            stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis, nullptr, e0, n, np,
+                                      nullptr, (REAL *)(smem + lay.off_act_again[0]), lay.ld[0]);
+            __syncthreads();
+            radial_mlp_hidden<REAL>(L, smem, lay.off_act_again, lay.off_pre_again, lay.ld, np,
+                                    a.tf32, sDYw /* folded into sY above */,
+                                    lay.EC * kWarps * lay.nsh);
+            off_pre = lay.off_pre_again;
+        }
         /* MLP hidden layers backward: d act[K-1] -> d basis */
         REAL *cur = sDH;
         int ldc = lay.ld[K - 1];
@@ -261,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         REAL *const m0 = (REAL *)(smem + lay.off_m0), *const m1 = (REAL *)(smem + lay.off_m1);
         int which = 0;
         for (int k = K - 2; k >= 0; k--) {
-            const REAL *pre = (REAL *)(smem + lay.off_pre[k + 1]);
+            const REAL *pre = (REAL *)(smem + off_pre[k + 1]);
             const int w = L.size[k + 1];
             __syncthreads();
             for (int idx = threadIdx.x; idx < np * ldc; idx += blockDim.x) {
