@@ -9,17 +9,6 @@
 
 namespace fnqcu {
 
-/* |r_e| and the unit vector r_e / |r_e| */
-__device__ __forceinline__ double edge_direction(const double *edge_vec, int64_t e, double nv[3])
-{
-    const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
-    const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-    nv[0] = r0 / d;
-    nv[1] = r1 / d;
-    nv[2] = r2 / d;
-    return d;
-}
-
 template <typename REAL>
 __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
                                      REAL *feat)
@@ -27,8 +16,9 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
         return;
-    double nv[3];
-    const double d = edge_direction(edge_vec, e, nv);
+    const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
+    const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
+    const double nv[3] = {r0 / d, r1 / d, r2 / d};
     double y[kMaxSh], basis[kMaxBasis];
     sh_eval(g, nv, y, nullptr);
     radial_basis(g, d, basis, nullptr);
@@ -45,8 +35,9 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_e
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
         return;
-    double nv[3];
-    const double d = edge_direction(edge_vec, e, nv);
+    const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
+    const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
+    const double nv[3] = {r0 / d, r1 / d, r2 / d};
     double y[kMaxSh], dyn[kMaxSh * 3], basis[kMaxBasis], dbasis[kMaxBasis];
     sh_eval(g, nv, y, dyn);
     radial_basis(g, d, basis, dbasis);
