@@ -113,9 +113,9 @@ template <typename REAL> struct ColumnView {
     }
 };
 
-/* A column pass's per-lane state lives in register arrays; helpers that touch them are force
- * inlined (a lambda capturing them by reference was not always inlined, which put the arrays
- * in local memory: ~20-50 local loads and stores per edge, measured in bench/NOTES.md v2.4). */
+/* A column pass's per-lane state lives in register arrays. Every such array is zeroed before
+ * the edge loop: one first written inside a branch of the loop was kept in local memory by the
+ * compiler (loads and stores every edge; bench/NOTES.md v2.5). */
 
 /* Write (first edge of the receiver's list) or add the lane's D sums at row[m * mul]. */
 template <int D, typename REAL>
@@ -240,9 +240,8 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     /* Per edge, the receiver's message gradients g, the sender's features x and (reverse edge)
-     * the sender's message gradients gj are loaded at the top of the iteration rather than kept
-     * or prefetched across iterations: as loop-carried registers they were spilled to local
-     * memory (a store right after each prefetch waited for the load), bench/NOTES.md v2.4. */
+     * the sender's message gradients gj are loaded at the top of the iteration (prefetching gj
+     * one edge ahead was measured: no faster, bench/NOTES.md v2.5). */
     REAL dxacc[T::D1];
 #pragma unroll
     for (int m1 = 0; m1 < T::D1; m1++)
