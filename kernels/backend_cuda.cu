@@ -93,8 +93,8 @@ template <typename REAL> struct State {
     /* graph */
     DevBuf<int> species;
     DevBuf<double> pos, edge_vec, edge_grad;
-    DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
-    /* [n_edges][nsh + n_basis]: their gradients, summed over the backward layers. They live in
+    DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_rfeat]: Y and radial features (edge_geometry.cu) */
+    /* [n_edges][nsh + n_rfeat]: their gradients, summed over the backward layers. They live in
      * the message buffer, which the backward pass does not use, when it is large enough (it
      * is for nequix-mp-1: 2,208 of its 5,472 floats per atom), else in edge_ggeo_own */
     double *edge_ggeo = nullptr;
@@ -250,7 +250,14 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
                             "and every result is WRONG (for timing the rest only)\n", s->skip);
     }
     s->tf32 = sizeof(REAL) == 4 && getenv("FNQ_TF32") && strcmp(getenv("FNQ_TF32"), "1") == 0;
-    enum fnq_status st = model_upload<REAL>(m, &s->dm);
+    /* radial table mode (float32 only; radial_table.h): FNQ_RADIAL=table */
+    int table_intervals = 0;
+    if (sizeof(REAL) == 4 && getenv("FNQ_RADIAL") && strcmp(getenv("FNQ_RADIAL"), "table") == 0) {
+        table_intervals = 2048;
+        if (const char *v = getenv("FNQ_RADIAL_INTERVALS"))
+            table_intervals = std::max(16, atoi(v));
+    }
+    enum fnq_status st = model_upload<REAL>(m, table_intervals, &s->dm);
     if (st == FNQ_STATUS_OK) {
         int smem_limit = 0;
         int smem_per_sm = 0, smem_reserved = 0;
@@ -289,7 +296,7 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
     FNQ_CHECK(ensure(s->edge_vec, 3 * ne, "edge vectors", ep));
     FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
-    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_basis;
+    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_rfeat;
     FNQ_CHECK(ensure(s->edge_feat, nf * ne, "edge geometry", ep));
     FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));

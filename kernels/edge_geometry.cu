@@ -19,12 +19,21 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t
     const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
     const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
     const double nv[3] = {r0 / d, r1 / d, r2 / d};
-    double y[kMaxSh], basis[kMaxBasis];
+    double y[kMaxSh];
     sh_eval(g, nv, y, nullptr);
-    radial_basis(g, d, basis, nullptr);
-    REAL *row = feat + e * (g.nsh + g.n_basis);
+    REAL *row = feat + e * (g.nsh + g.n_rfeat);
     for (int q = 0; q < g.nsh; q++)
         row[q] = REAL(y[q]);
+    if (g.table) {
+        /* |r| = (k + t) h: the knot interval and where in it (t in double, then rounded) */
+        const double u = d * g.inv_h;
+        const int k = min((int)u, g.n_intervals - 1);
+        row[g.nsh] = REAL(k);
+        row[g.nsh + 1] = REAL(u - k);
+        return;
+    }
+    double basis[kMaxBasis];
+    radial_basis(g, d, basis, nullptr);
     for (int q = 0; q < g.n_basis; q++)
         row[g.nsh + q] = REAL(basis[q]);
 }
@@ -38,13 +47,18 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_e
     const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
     const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
     const double nv[3] = {r0 / d, r1 / d, r2 / d};
-    double y[kMaxSh], dyn[kMaxSh * 3], basis[kMaxBasis], dbasis[kMaxBasis];
+    double y[kMaxSh], dyn[kMaxSh * 3];
     sh_eval(g, nv, y, dyn);
-    radial_basis(g, d, basis, dbasis);
-    const double *gy = ggeo + e * (g.nsh + g.n_basis), *gb = gy + g.nsh;
+    const double *gy = ggeo + e * (g.nsh + g.n_rfeat), *gb = gy + g.nsh;
     double dd = 0.0, dn[3] = {0.0, 0.0, 0.0};
-    for (int q = 0; q < g.n_basis; q++)
-        dd += gb[q] * dbasis[q];
+    if (g.table) {
+        dd = gb[0] * g.inv_h; /* gb[0] = dE/dt, t = |r| / h - k */
+    } else {
+        double basis[kMaxBasis], dbasis[kMaxBasis];
+        radial_basis(g, d, basis, dbasis);
+        for (int q = 0; q < g.n_basis; q++)
+            dd += gb[q] * dbasis[q];
+    }
     for (int q = 0; q < g.nsh; q++) {
         dn[0] += gy[q] * dyn[3 * q];
         dn[1] += gy[q] * dyn[3 * q + 1];

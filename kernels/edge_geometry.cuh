@@ -2,10 +2,11 @@
  * edge_geometry.cuh: the per-edge geometry of one evaluation, computed once instead of in every
  * layer kernel (edge_geometry.cu).
  *
- *   before the layers: feat[e] = (Y(r_e / |r_e|), basis(|r_e|)) in REAL, nsh + n_basis values
- *     per edge, read by every forward and backward layer kernel;
- *   the backward layers sum dE/dY and dE/d(basis) of each edge into ggeo[e] (double, same
- *     row layout), the first one to run writing instead of adding;
+ *   before the layers: feat[e] = (Y(r_e / |r_e|), basis(|r_e|)) in REAL, nsh + n_rfeat values
+ *     per edge, read by every forward and backward layer kernel (radial table mode: (k, t)
+ *     with |r_e| = (k + t) h instead of the basis);
+ *   the backward layers sum dE/dY and dE/d(basis) (table mode: dE/dt) of each edge into
+ *     ggeo[e] (double, same row layout), the first one to run writing instead of adding;
  *   after the layers: g_e = dE/dr_e from ggeo through Y's and the basis' derivatives.
  * Y and the basis are the same functions of r_e in every layer, so the chain rule through them
  * is needed once per edge and evaluation, not once per layer.

@@ -23,12 +23,18 @@
 #include "layer_backward.cuh"
 #include "node_ops.cuh"
 #include "radial_mlp.cuh"
+#include "radial_table.cuh"
 #include "tp_column.cuh"
 
 namespace fnqcu {
 
 template <typename REAL> struct BwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
+    /* radial table mode: no MLP, the round's tiles hold the weights and their d/dt; each
+     * warp's dE/dY row has one more slot (nsh1 = nsh + 1) for dE/dt */
+    bool table;
+    int nsh1;
+    size_t off_knot, off_c, off_dc;
     /* compact: the MLP's hidden layers keep only their last activation through the rounds;
      * the others live in the gradient tile while they are computed (free then), and after the
      * rounds the hidden layers are run again (a few % of the work) into the two round tiles to
@@ -63,6 +69,8 @@ template <typename REAL> struct BwdLayout {
             again += (ld[k] + 8) + (ld[k + 1] + 8); /* activation k, pre-activation k+1 */
         }
         compact = K >= 2 && first <= ldr && again <= 2 * ldr;
+        table = L.rtab != nullptr;
+        nsh1 = nsh + (table ? 1 : 0);
         size_t o = 0;
         auto take = [&](size_t bytes) {
             size_t at = (o + 31) & ~size_t(31);
@@ -70,36 +78,50 @@ template <typename REAL> struct BwdLayout {
             return at;
         };
         off_y = take(sizeof(REAL) * EC * nsh);
-        if (compact) {
-            off_act[K - 1] = take(sizeof(REAL) * EC * ld[K - 1]);
-        } else {
+        if (table) {
+            compact = false;
             for (int k = 0; k < K; k++)
-                off_act[k] = take(sizeof(REAL) * EC * ld[k]);
-            for (int k = 1; k < K; k++)
-                off_pre[k] = take(sizeof(REAL) * EC * ld[k]);
-        }
-        off_r = take(sizeof(REAL) * EC * ldr);
-        off_dr = take(sizeof(REAL) * EC * ldr);
-        off_dh = take(sizeof(REAL) * EC * ld[K - 1]);
-        off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
-        if (compact) {
-            const size_t keep = o;
-            o = off_dr; /* the first pass: activations 0..K-2 in the gradient tile */
-            for (int k = 0; k + 1 < K; k++)
-                off_act[k] = take(sizeof(REAL) * EC * ld[k]);
-            o = off_r; /* the rerun and the MLP backward: both round tiles */
-            for (int k = 0; k + 1 < K; k++)
-                off_act_again[k] = take(sizeof(REAL) * EC * ld[k]);
-            off_act_again[K - 1] = off_act[K - 1];
-            for (int k = 1; k < K; k++)
-                off_pre_again[k] = take(sizeof(REAL) * EC * ld[k]);
-            off_m0 = take(sizeof(REAL) * EC * ldm);
-            off_m1 = take(sizeof(REAL) * EC * ldm);
-            o = keep;
+                off_act[k] = off_pre[k] = off_act_again[k] = off_pre_again[k] = 0;
+            off_r = take(sizeof(REAL) * EC * ldr);
+            off_dr = take(sizeof(REAL) * EC * ldr); /* dw/dt of the round's weights */
+            off_dh = off_m0 = off_m1 = 0;
+            off_dyw = take(sizeof(REAL) * EC * kWarps * nsh1);
+            off_knot = take(sizeof(int) * EC);
+            off_c = take(sizeof(REAL) * EC * 4);
+            off_dc = take(sizeof(REAL) * EC * 4);
         } else {
-            /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
-            off_m0 = off_r;
-            off_m1 = off_dr;
+            off_knot = off_c = off_dc = 0;
+            if (compact) {
+                off_act[K - 1] = take(sizeof(REAL) * EC * ld[K - 1]);
+            } else {
+                for (int k = 0; k < K; k++)
+                    off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+                for (int k = 1; k < K; k++)
+                    off_pre[k] = take(sizeof(REAL) * EC * ld[k]);
+            }
+            off_r = take(sizeof(REAL) * EC * ldr);
+            off_dr = take(sizeof(REAL) * EC * ldr);
+            off_dh = take(sizeof(REAL) * EC * ld[K - 1]);
+            off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
+            if (compact) {
+                const size_t keep = o;
+                o = off_dr; /* the first pass: activations 0..K-2 in the gradient tile */
+                for (int k = 0; k + 1 < K; k++)
+                    off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+                o = off_r; /* the rerun and the MLP backward: both round tiles */
+                for (int k = 0; k + 1 < K; k++)
+                    off_act_again[k] = take(sizeof(REAL) * EC * ld[k]);
+                off_act_again[K - 1] = off_act[K - 1];
+                for (int k = 1; k < K; k++)
+                    off_pre_again[k] = take(sizeof(REAL) * EC * ld[k]);
+                off_m0 = take(sizeof(REAL) * EC * ldm);
+                off_m1 = take(sizeof(REAL) * EC * ldm);
+                o = keep;
+            } else {
+                /* the MLP backward's two scratch matrices reuse the round tiles (free by then) */
+                off_m0 = off_r;
+                off_m1 = off_dr;
+            }
         }
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
@@ -225,6 +247,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sDR = (REAL *)(smem + lay.off_dr), *sDH = (REAL *)(smem + lay.off_dh);
     REAL *sDYw = (REAL *)(smem + lay.off_dyw);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
+    int *sKnot = (int *)(smem + lay.off_knot);
+    REAL *sC = (REAL *)(smem + lay.off_c), *sDC = (REAL *)(smem + lay.off_dc);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
 
@@ -232,9 +256,12 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         const int n = (int)min((int64_t)lay.EC, ee - e0);
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
-        REAL *sB = (REAL *)(smem + lay.off_act[0]);
-        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis,
+        REAL *sB = lay.table ? nullptr : (REAL *)(smem + lay.off_act[0]);
+        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat,
                                   GHOST ? a.send_edges : nullptr, e0, n, np, sY, sB, lay.ld[0]);
+        if (lay.table)
+            stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last,
+                                    GHOST ? a.send_edges : nullptr, e0, n, sKnot, sC, sDC);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
             sSrc[k] = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
@@ -242,24 +269,27 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
         __syncthreads();
-        if (!(a.skip & kSkipHidden))
+        if (!lay.table && !(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.compact ? nullptr : lay.off_pre,
                                     lay.ld, np, a.tf32, sR /* free until the rounds */,
                                     lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
-        for (int k = threadIdx.x; k < np * lay.ld[K - 1]; k += blockDim.x)
+        for (int k = threadIdx.x; !lay.table && k < np * lay.ld[K - 1]; k += blockDim.x)
             sDH[k] = 0;
-        for (int k = threadIdx.x; k < n * kWarps * lay.nsh; k += blockDim.x)
+        for (int k = threadIdx.x; k < n * kWarps * lay.nsh1; k += blockDim.x)
             sDYw[k] = 0;
         ca.n = n;
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             __syncthreads();
-            for (int k = threadIdx.x; k < np * lay.ldr; k += blockDim.x)
+            for (int k = threadIdx.x; !lay.table && k < np * lay.ldr; k += blockDim.x)
                 sDR[k] = 0;
             /* the last round may hold fewer than kWarps tasks: only their columns */
             const int span = 32 * min(kWarps, L.n_tasks - round.x);
-            if (!(a.skip & kSkipRoundGemm))
+            if (lay.table)
+                table_fill<REAL>(L.rtab, L.ld_last, round.y, span, n, sKnot, sC, sDC, sR, sDR,
+                                 lay.ldr);
+            else if (!(a.skip & kSkipRoundGemm))
                 block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
                                  L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
@@ -267,15 +297,21 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             if (task < L.n_tasks && !(a.skip & kSkipColumns)) {
                 const int4 tk = L.tasks[task];
                 const Path P = L.paths[tk.x];
-                column_backward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
-                                               lane < tk.z, a.ga, a.ga_stride, a.n_local,
-                                               need_dx || GHOST, GHOST, shared_offset(sDR),
-                                               shared_offset(sDYw + warp * lay.nsh),
-                                               kWarps * lay.nsh, a.dxpart,
-                                               a.dx_stride);
+                if (lay.table)
+                    column_backward_dispatch<true, REAL>(
+                        ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
+                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
+                        shared_offset(sDYw + warp * lay.nsh1), kWarps * lay.nsh1, a.dxpart,
+                        a.dx_stride);
+                else
+                    column_backward_dispatch<false, REAL>(
+                        ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
+                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
+                        shared_offset(sDYw + warp * lay.nsh), kWarps * lay.nsh, a.dxpart,
+                        a.dx_stride);
             }
             __syncthreads();
-            if (!GHOST && !(a.skip & kSkipHiddenGrad))
+            if (!GHOST && !lay.table && !(a.skip & kSkipHiddenGrad))
                 block_gemm<REAL>(np, L.pad[K - 1], span, sDR, lay.ldr,
                                  L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
                                  L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32,
@@ -283,7 +319,23 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                                  lay.EC * lay.ldr);
         }
         __syncthreads();
-        if (!GHOST && !(a.skip & kSkipEdgeGrad)) {
+        if (!GHOST && lay.table) {
+            /* dE/dY and dE/dt per edge: the warps' rows summed in warp order, added to the
+             * edge's row of edge_ggeo */
+            const int nf = lay.nsh + 2;
+            for (int idx = threadIdx.x; idx < n * nf; idx += blockDim.x) {
+                const int k = idx / nf, q = idx - k * nf;
+                double v = 0.0;
+                if (q < lay.nsh1) {
+                    REAL sum = 0;
+                    for (int w = 0; w < kWarps; w++)
+                        sum += sDYw[(k * kWarps + w) * lay.nsh1 + q];
+                    v = (double)sum;
+                }
+                double *gg = a.edge_ggeo + (e0 + k) * nf + q;
+                *gg = a.first_ggeo ? v : *gg + v;
+            }
+        } else if (!GHOST && !(a.skip & kSkipEdgeGrad)) {
         /* dE/dY per edge: the warps' rows summed in warp order (into sY, no longer needed) */
         for (int idx = threadIdx.x; idx < n * lay.nsh; idx += blockDim.x) {
             const int k = idx / lay.nsh, q = idx % lay.nsh;
@@ -296,7 +348,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         if (lay.compact) {
             /* the hidden layers again, now keeping their pre-activations */
             __syncthreads();
-            stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis, nullptr, e0, n, np,
+            stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np,
                                       nullptr, (REAL *)(smem + lay.off_act_again[0]), lay.ld[0]);
             __syncthreads();
             radial_mlp_hidden<REAL>(L, smem, lay.off_act_again, lay.off_pre_again, lay.ld, np,
@@ -333,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         __syncthreads();
         /* dE/dY and dE/d(basis) of each edge, summed over the layers; dE/dr_e follows from
          * them once, after the last backward layer (edge_geometry.cu) */
-        const int nf = lay.nsh + a.geo.n_basis;
+        const int nf = lay.nsh + a.geo.n_rfeat;
         for (int idx = threadIdx.x; idx < n * nf; idx += blockDim.x) {
             const int k = idx / nf, q = idx - k * nf;
             const double v = q < lay.nsh ? (double)sY[k * lay.nsh + q]

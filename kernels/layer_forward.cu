@@ -18,6 +18,7 @@
 #include "layer_forward.cuh"
 #include "node_ops.cuh"
 #include "radial_mlp.cuh"
+#include "radial_table.cuh"
 #include "tp_column.cuh"
 
 namespace fnqcu {
@@ -25,7 +26,8 @@ namespace fnqcu {
 /* Shared-memory layout, computed the same way on host and device. */
 template <typename REAL> struct FwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldr;
-    size_t off_y, off_act[kMaxMlp], off_r, off_src, off_recv, edge_bytes;
+    bool table; /* radial table mode: no MLP activations, per-edge knot and coefficients */
+    size_t off_y, off_act[kMaxMlp], off_r, off_src, off_recv, off_knot, off_c, edge_bytes;
     size_t off_x, off_yv, off_yn, off_h, off_t1, off_t2, off_rho, off_red, epi_bytes;
 
     __host__ __device__ void init(const Layer<REAL> &L, int lmax, int ec, int epi_len)
@@ -41,12 +43,15 @@ template <typename REAL> struct FwdLayout {
             o = at + bytes;
             return at;
         };
+        table = L.rtab != nullptr;
         off_y = take(sizeof(REAL) * EC * nsh);
         for (int k = 0; k < L.n_mlp; k++)
-            off_act[k] = take(sizeof(REAL) * EC * ld[k]);
+            off_act[k] = table ? 0 : take(sizeof(REAL) * EC * ld[k]);
         off_r = take(sizeof(REAL) * EC * ldr);
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
+        off_knot = table ? take(sizeof(int) * EC) : 0;
+        off_c = table ? take(sizeof(REAL) * EC * 4) : 0;
         edge_bytes = o;
         /* the epilogue reuses the same memory */
         o = 0;
@@ -79,6 +84,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     REAL *sY = (REAL *)(smem + lay.off_y);
     REAL *sR = (REAL *)(smem + lay.off_r);
     int *sSrc = (int *)(smem + lay.off_src), *sRecv = (int *)(smem + lay.off_recv);
+    int *sKnot = (int *)(smem + lay.off_knot);
+    REAL *sC = (REAL *)(smem + lay.off_c);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
 
@@ -87,16 +94,19 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
         /* geometry (precomputed per edge); rows n..np-1 are zero so the GEMMs see zero padding */
-        REAL *sB = (REAL *)(smem + lay.off_act[0]);
-        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_basis, nullptr, e0, n, np, sY, sB,
+        REAL *sB = lay.table ? nullptr : (REAL *)(smem + lay.off_act[0]);
+        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY, sB,
                                   lay.ld[0]);
+        if (lay.table)
+            stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last, nullptr, e0, n, sKnot, sC,
+                                    nullptr);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             sSrc[k] = (int)a.edge_send[e0 + k];
             const int i = (int)a.edge_recv[e0 + k];
             sRecv[k] = i | (e0 + k == a.recv_start[i] ? kFirstEdge : 0);
         }
         __syncthreads();
-        if (!(a.skip & kSkipHidden))
+        if (!lay.table && !(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, nullptr, lay.ld, np, a.tf32,
                                     sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
@@ -106,7 +116,10 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             const int2 round = L.rounds[rd];
             /* the last round may hold fewer than kWarps tasks: only their columns */
             const int span = 32 * min(kWarps, L.n_tasks - round.x);
-            if (!(a.skip & kSkipRoundGemm))
+            if (lay.table)
+                table_fill<REAL>(L.rtab, L.ld_last, round.y, span, n, sKnot, sC, nullptr, sR,
+                                 nullptr, lay.ldr);
+            else if (!(a.skip & kSkipRoundGemm))
                 block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
                                  L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();

@@ -119,6 +119,11 @@ template <typename REAL> struct Layer {
     const int4 *tasks;  /* (path, first channel, valid lanes, first column = 32 t) */
     const int2 *rounds; /* (first task, first column) */
     int dx_dim;         /* per-atom sender-gradient scratch: sum over paths of d1 * mul */
+    /* radial table mode (Geometry::table): the radial weights as a function of |r|, per knot
+     * the values and the slopes (h dw/dr) of the last layer's columns in task order,
+     * [n_knots][2][ld_last], for cubic Hermite interpolation (core/src/radial_table.h). The
+     * MLP is then not run at all. */
+    const REAL *rtab;
 };
 
 constexpr int kWarps = kThreads / 32;
@@ -148,6 +153,10 @@ struct Geometry {
     int n_basis;
     double cutoff, poly_p;
     const double *bessel_freq;
+    /* radial features per edge after Y: the basis (n_rfeat = n_basis), or in table mode
+     * (table = 1) the knot interval k and t in [0, 1] of |r| = (k + t) h (n_rfeat = 2) */
+    int n_rfeat, table, n_intervals;
+    double inv_h;
 };
 
 /* Everything per model, host-side holder of device pointers (model_upload.cu). */

@@ -5,12 +5,17 @@
  * and dE/dh of the last layer output (the readout is linear, so it depends on the species only).
  */
 #include <algorithm>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
 
 #include "model_upload.cuh"
 #include "tp_code_host.inc"
+
+extern "C" {
+#include "radial_table.h"
+}
 
 namespace fnqcu {
 
@@ -86,9 +91,39 @@ static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &
     return upload_real<REAL>(al, wt.data(), total, &d->wt);
 }
 
+/* The layer's radial weights tabulated over |r| (radial_table.h), columns in task order like
+ * the last MLP layer's (tasks: the sorted column tasks). */
+template <typename REAL>
+static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_model *m,
+                                           const struct fnq_layer &h, int layer, int intervals,
+                                           const std::vector<int4> &tasks, Layer<REAL> *d)
+{
+    struct fnq_radial_table t;
+    FNQ_CHECK(fnq__radial_table_build(m, &h.radial, 0.0, intervals, &t));
+    if (getenv("FNQ_VERBOSE"))
+        fprintf(stderr, "fusednequip cuda: layer %d radial table, %d intervals of %.4g A: max "
+                        "interpolation error %.2g (weights) %.2g (derivatives), relative\n",
+                layer, intervals, t.h, t.err_val, t.err_slope);
+    const int ld = d->ld_last;
+    std::vector<double> tab((size_t)t.n_knots * 2 * ld, 0.0);
+    for (int j = 0; j < ld; j++) {
+        const int task = j / 32, lane = j % 32;
+        if (task >= (int)tasks.size() || lane >= tasks[task].z)
+            continue;
+        const int src = h.paths[tasks[task].x].w_offset + tasks[task].y + lane;
+        for (int k = 0; k < t.n_knots; k++) {
+            tab[((size_t)k * 2) * ld + j] = t.val[(size_t)k * t.n_w + src];
+            tab[((size_t)k * 2 + 1) * ld + j] = t.slope[(size_t)k * t.n_w + src];
+        }
+    }
+    fnq__radial_table_free(&t);
+    return upload_real<REAL>(al, tab.data(), tab.size(), &d->rtab);
+}
+
 template <typename REAL>
 static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
-                                     const struct fnq_layer &h, Layer<REAL> *d)
+                                     const struct fnq_layer &h, int layer, int table_intervals,
+                                     Layer<REAL> *d)
 {
     memset(d, 0, sizeof(*d));
     d->in = convert_irreps(h.in);
@@ -223,6 +258,8 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
         FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
     }
+    if (table_intervals > 0)
+        FNQ_CHECK(upload_radial_table<REAL>(al, m, h, layer, table_intervals, sorted, d));
 
     /* the kernels' tensor-product code is generated (tp_code.inc); check the model's terms
      * are those, path by path */
@@ -281,7 +318,7 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
 }
 
 template <typename REAL>
-enum fnq_status model_upload(const struct fnq_model *m, DeviceModel<REAL> *dm)
+enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, DeviceModel<REAL> *dm)
 {
     memset(dm, 0, sizeof(*dm));
     Allocations *al = new Allocations();
@@ -290,7 +327,7 @@ enum fnq_status model_upload(const struct fnq_model *m, DeviceModel<REAL> *dm)
     dm->n_species = m->n_species;
     dm->layers = new Layer<REAL>[m->n_layers];
     for (int i = 0; i < m->n_layers; i++) {
-        FNQ_CHECK(convert_layer<REAL>(al, m, m->layers[i], &dm->layers[i]));
+        FNQ_CHECK(convert_layer<REAL>(al, m, m->layers[i], i, table_intervals, &dm->layers[i]));
         const struct fnq_layer &L = m->layers[i];
         dm->max_in = std::max(dm->max_in, (int)L.in.dim);
         dm->max_mid = std::max(dm->max_mid, (int)L.mid.dim);
@@ -318,6 +355,10 @@ enum fnq_status model_upload(const struct fnq_model *m, DeviceModel<REAL> *dm)
     g.cutoff = m->cutoff;
     g.poly_p = m->poly_p;
     FNQ_CHECK(upload<double>(al, m->bessel_freq, (size_t)m->n_basis, &g.bessel_freq));
+    g.table = table_intervals > 0;
+    g.n_intervals = table_intervals;
+    g.n_rfeat = g.table ? 2 : g.n_basis;
+    g.inv_h = g.table ? table_intervals / m->cutoff : 0.0;
 
     /* per-species tables, computed in float64 */
     const struct fnq_layer &L0 = m->layers[0];
@@ -366,8 +407,8 @@ template <typename REAL> void model_release(DeviceModel<REAL> *dm)
     memset(dm, 0, sizeof(*dm));
 }
 
-template enum fnq_status model_upload<float>(const struct fnq_model *, DeviceModel<float> *);
-template enum fnq_status model_upload<double>(const struct fnq_model *, DeviceModel<double> *);
+template enum fnq_status model_upload<float>(const struct fnq_model *, int, DeviceModel<float> *);
+template enum fnq_status model_upload<double>(const struct fnq_model *, int, DeviceModel<double> *);
 template void model_release<float>(DeviceModel<float> *);
 template void model_release<double>(DeviceModel<double> *);
 

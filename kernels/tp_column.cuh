@@ -221,14 +221,18 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
  * because of the warp reduction. dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
-template <int L1, int L2, int L3, typename REAL>
+/* TAB (radial table mode): dr_tile holds dw/dt of the round's weights (same layout as the
+ * weights' tile) instead of receiving dE/dw; the lane's dE/dw . dw/dt joins the warp sum of
+ * dE/dY as one more value, written to slot nsh of the warp's row: dE/dt of the edge. */
+template <int L1, int L2, int L3, bool TAB, typename REAL>
 __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
                                 bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
-    constexpr int P2 = T::D2 <= 1 ? 1 : T::D2 <= 2 ? 2 : T::D2 <= 4 ? 4 : 8;
+    constexpr int DV = T::D2 + (TAB ? 1 : 0); /* values summed over the warp per edge */
+    constexpr int P2 = DV <= 1 ? 1 : DV <= 2 ? 2 : DV <= 4 ? 4 : 8;
     const ColumnView<REAL> c(ca, P, u, col, L2);
     const int lane = threadIdx.x & 31;
     const REAL flip = (!ghost && (L2 & 1)) ? REAL(-1) : REAL(1);
@@ -236,8 +240,9 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     /* dE/d(radial weight) of edge e at dr_out + e * r_stride (the round's tile of them has the
      * layout of the weights' tile) */
     const uint32_t dr_out = dr_tile + col * (int)sizeof(REAL);
-    /* the lanes that write dE/dY after the reduction: one per value */
+    /* the lanes that write dE/dY (and dE/dt) after the reduction: one per value */
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
+    const uint32_t dt_out = dyw + c.y_stride; /* slot nsh */
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     /* Per edge, the receiver's message gradients g, the sender's features x and (reverse edge)
      * the sender's message gradients gj are loaded at the top of the iteration (prefetching gj
@@ -267,9 +272,9 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] = 0;
         }
-        REAL v[T::D2];
+        REAL v[DV];
 #pragma unroll
-        for (int m2 = 0; m2 < T::D2; m2++)
+        for (int m2 = 0; m2 < DV; m2++)
             v[m2] = 0;
         if (active) {
             REAL x[T::D1], y[T::D2], g[T::D3], gj[T::D3], dxr[T::D1], dr = 0;
@@ -296,7 +301,10 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
             for (int m2 = 0; m2 < T::D2; m2++)
                 dr += y[m2] * v[m2];
             const REAL r = c.weight(e);
-            shared_at<REAL>(dr_out + e * c.r_stride) = dr;
+            if constexpr (TAB)
+                v[T::D2] = dr * shared_at<REAL>(dr_out + e * c.r_stride);
+            else
+                shared_at<REAL>(dr_out + e * c.r_stride) = dr;
             const REAL fr = flip * r;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
@@ -307,9 +315,10 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         }
         /* dE/dY of this edge: summed over the warp (fixed order), one write per value */
         int m2;
-        const REAL s = warp_sum_spread<T::D2>(v, lane, &m2);
-        if (dy_writer && m2 < T::D2)
-            shared_at<REAL>(dy_out + (e * dyw_ld + m2) * (int)sizeof(REAL)) += s;
+        const REAL s = warp_sum_spread<DV>(v, lane, &m2);
+        if (dy_writer && m2 < DV)
+            shared_at<REAL>((m2 < T::D2 ? dy_out + m2 * (int)sizeof(REAL) : dt_out) +
+                            e * dyw_ld * (int)sizeof(REAL)) += s;
     }
     if (cur >= 0 && active && need_dx)
         flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);
@@ -332,7 +341,7 @@ __device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &
     }
 }
 
-template <typename REAL>
+template <bool TAB, typename REAL>
 __device__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                          bool active, const REAL *GA, int ga_stride, int n_local,
                                          bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
@@ -341,8 +350,9 @@ __device__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &
     switch (FNQ_TP_CODE(P.l1, P.l2, P.l3)) {
 #define FNQ_CASE(a, b, d)                                                                       \
     case FNQ_TP_CODE(a, b, d):                                                                  \
-        column_backward<a, b, d, REAL>(c, P, u, col, active, GA, ga_stride, n_local, need_dx,   \
-                                       ghost, dr_tile, dyw, dyw_ld, dxpart, dx_stride);         \
+        column_backward<a, b, d, TAB, REAL>(c, P, u, col, active, GA, ga_stride, n_local,       \
+                                            need_dx, ghost, dr_tile, dyw, dyw_ld, dxpart,       \
+                                            dx_stride);                                         \
         break;
         FNQ_TP_PATHS(FNQ_CASE)
 #undef FNQ_CASE
