@@ -191,13 +191,13 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
     const size_t two =
         std::min((size_t)smem_limit, (size_t)(smem_per_sm / 2 - smem_reserved));
     s->EC_fwd = 16;
-    for (int ec = 64; ec >= 16; ec -= 16)
+    for (int ec = 128; ec >= 16; ec -= 16) /* 128 fits in table mode only */
         if (fwd_bytes(ec) <= two) {
             s->EC_fwd = ec;
             break;
         }
     s->EC_bwd = 16;
-    for (int ec = 64; ec >= 16; ec -= 16)
+    for (int ec = 128; ec >= 16; ec -= 16)
         if (bwd_bytes(ec) <= two) {
             s->EC_bwd = ec;
             break;
