@@ -191,13 +191,13 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
     const size_t two =
         std::min((size_t)smem_limit, (size_t)(smem_per_sm / 2 - smem_reserved));
     s->EC_fwd = 16;
-    for (int ec = 128; ec >= 16; ec -= 16) /* 128 fits in table mode only */
+    for (int ec = 256; ec >= 16; ec -= 16) /* > 64 fits in table mode only */
         if (fwd_bytes(ec) <= two) {
             s->EC_fwd = ec;
             break;
         }
     s->EC_bwd = 16;
-    for (int ec = 128; ec >= 16; ec -= 16)
+    for (int ec = 256; ec >= 16; ec -= 16)
         if (bwd_bytes(ec) <= two) {
             s->EC_bwd = ec;
             break;
@@ -207,7 +207,7 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
                             std::pair<const char *, int *>{"FNQ_EC_BWD", &s->EC_bwd}})
         if (const char *v = getenv(name)) {
             const int want = atoi(v);
-            if (want >= 16 && want <= 128 && want % 16 == 0)
+            if (want >= 16 && want <= 256 && want % 16 == 0)
                 *ec = want;
         }
     s->smem_fwd = fwd_bytes(s->EC_fwd);

@@ -82,9 +82,7 @@ template <typename REAL> struct BwdLayout {
             compact = false;
             for (int k = 0; k < K; k++)
                 off_act[k] = off_pre[k] = off_act_again[k] = off_pre_again[k] = 0;
-            off_r = take(sizeof(REAL) * EC * ldr);
-            off_dr = take(sizeof(REAL) * EC * ldr); /* dw/dt of the round's weights */
-            off_dh = off_m0 = off_m1 = 0;
+            off_r = off_dr = off_dh = off_m0 = off_m1 = 0; /* no weight tiles, no MLP */
             off_dyw = take(sizeof(REAL) * EC * kWarps * nsh1);
             off_knot = take(sizeof(int) * EC);
             off_c = take(sizeof(REAL) * EC * 4);
@@ -226,7 +224,10 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
     }
 }
 
-template <typename REAL, bool GHOST>
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks
+ * (warp, warp + kWarps, ...) over the super-chunk on its own, weights and dw/dt from the
+ * table, and sums dE/dt with dE/dY in its own rows */
+template <typename REAL, bool GHOST, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
@@ -251,15 +252,22 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sC = (REAL *)(smem + lay.off_c), *sDC = (REAL *)(smem + lay.off_dc);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
+    if (TAB) {
+        ca.tab = L.rtab;
+        ca.tab_ld = L.ld_last;
+        ca.knot = shared_offset(sKnot);
+        ca.coef = shared_offset(sC);
+        ca.dcoef = shared_offset(sDC);
+    }
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
-        REAL *sB = lay.table ? nullptr : (REAL *)(smem + lay.off_act[0]);
+        REAL *sB = TAB ? nullptr : (REAL *)(smem + lay.off_act[0]);
         stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat,
                                   GHOST ? a.send_edges : nullptr, e0, n, np, sY, sB, lay.ld[0]);
-        if (lay.table)
+        if (TAB)
             stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last,
                                     GHOST ? a.send_edges : nullptr, e0, n, sKnot, sC, sDC);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
@@ -268,28 +276,36 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
+        for (int k = threadIdx.x; TAB && k < n * kWarps * lay.nsh1; k += blockDim.x)
+            sDYw[k] = 0;
         __syncthreads();
-        if (!lay.table && !(a.skip & kSkipHidden))
+        ca.n = n;
+        if constexpr (TAB) {
+            for (int task = warp; task < L.n_tasks && !(a.skip & kSkipColumns); task += kWarps) {
+                const int4 tk = L.tasks[task];
+                column_backward_dispatch<true, REAL>(
+                    ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga, a.ga_stride,
+                    a.n_local, need_dx || GHOST, GHOST, 0, shared_offset(sDYw + warp * lay.nsh1),
+                    kWarps * lay.nsh1, a.dxpart, a.dx_stride);
+            }
+        }
+        if (!TAB && !(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.compact ? nullptr : lay.off_pre,
                                     lay.ld, np, a.tf32, sR /* free until the rounds */,
                                     lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
-        for (int k = threadIdx.x; !lay.table && k < np * lay.ld[K - 1]; k += blockDim.x)
+        for (int k = threadIdx.x; !TAB && k < np * lay.ld[K - 1]; k += blockDim.x)
             sDH[k] = 0;
-        for (int k = threadIdx.x; k < n * kWarps * lay.nsh1; k += blockDim.x)
+        for (int k = threadIdx.x; !TAB && k < n * kWarps * lay.nsh; k += blockDim.x)
             sDYw[k] = 0;
-        ca.n = n;
-        for (int rd = 0; rd < L.n_rounds; rd++) {
+        for (int rd = 0; !TAB && rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             __syncthreads();
-            for (int k = threadIdx.x; !lay.table && k < np * lay.ldr; k += blockDim.x)
+            for (int k = threadIdx.x; k < np * lay.ldr; k += blockDim.x)
                 sDR[k] = 0;
             /* the last round may hold fewer than kWarps tasks: only their columns */
             const int span = 32 * min(kWarps, L.n_tasks - round.x);
-            if (lay.table)
-                table_fill<REAL>(L.rtab, L.ld_last, round.y, span, n, sKnot, sC, sDC, sR, sDR,
-                                 lay.ldr);
-            else if (!(a.skip & kSkipRoundGemm))
+            if (!(a.skip & kSkipRoundGemm))
                 block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
                                  L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
@@ -297,21 +313,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             if (task < L.n_tasks && !(a.skip & kSkipColumns)) {
                 const int4 tk = L.tasks[task];
                 const Path P = L.paths[tk.x];
-                if (lay.table)
-                    column_backward_dispatch<true, REAL>(
-                        ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
-                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
-                        shared_offset(sDYw + warp * lay.nsh1), kWarps * lay.nsh1, a.dxpart,
-                        a.dx_stride);
-                else
-                    column_backward_dispatch<false, REAL>(
+                column_backward_dispatch<false, REAL>(
                         ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
                         a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
                         shared_offset(sDYw + warp * lay.nsh), kWarps * lay.nsh, a.dxpart,
                         a.dx_stride);
             }
             __syncthreads();
-            if (!GHOST && !lay.table && !(a.skip & kSkipHiddenGrad))
+            if (!GHOST && !(a.skip & kSkipHiddenGrad))
                 block_gemm<REAL>(np, L.pad[K - 1], span, sDR, lay.ldr,
                                  L.mlp_wtp[K - 1] + (int64_t)round.y * L.pad[K - 1],
                                  L.pad[K - 1], sDH, lay.ld[K - 1], true, a.tf32,
@@ -319,7 +328,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                                  lay.EC * lay.ldr);
         }
         __syncthreads();
-        if (!GHOST && lay.table) {
+        if (!GHOST && TAB) {
             /* dE/dY and dE/dt per edge: the warps' rows summed in warp order, added to the
              * edge's row of edge_ggeo */
             const int nf = lay.nsh + 2;
@@ -335,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                 double *gg = a.edge_ggeo + (e0 + k) * nf + q;
                 *gg = a.first_ggeo ? v : *gg + v;
             }
-        } else if (!GHOST && !(a.skip & kSkipEdgeGrad)) {
+        } else if (!GHOST && !TAB && !(a.skip & kSkipEdgeGrad)) {
         /* dE/dY per edge: the warps' rows summed in warp order (into sY, no longer needed) */
         for (int idx = threadIdx.x; idx < n * lay.nsh; idx += blockDim.x) {
             const int k = idx / lay.nsh, q = idx % lay.nsh;
@@ -432,15 +441,18 @@ size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lm
 
 template <typename REAL> cudaError_t backward_configure(size_t smem)
 {
-    cudaError_t e = cudaFuncSetAttribute(layer_backward_kernel<REAL, false>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(layer_backward_kernel<REAL, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(backward_epilogue_kernel<REAL>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    return e;
+    const void *kernels[] = {(const void *)layer_backward_kernel<REAL, false, false>,
+                             (const void *)layer_backward_kernel<REAL, true, false>,
+                             (const void *)layer_backward_kernel<REAL, false, true>,
+                             (const void *)layer_backward_kernel<REAL, true, true>,
+                             (const void *)backward_epilogue_kernel<REAL>};
+    for (const void *k : kernels) {
+        const cudaError_t e =
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
 }
 
 template <typename REAL>
@@ -449,7 +461,10 @@ cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cuda
     const int blocks = (a.n_local + kNB - 1) / kNB;
     if (blocks == 0)
         return cudaSuccess;
-    layer_backward_kernel<REAL, false><<<blocks, kThreads, smem, stream>>>(a);
+    if (a.L.rtab)
+        layer_backward_kernel<REAL, false, true><<<blocks, kThreads, smem, stream>>>(a);
+    else
+        layer_backward_kernel<REAL, false, false><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -459,7 +474,10 @@ cudaError_t ghost_sender_launch(const BackwardArgs<REAL> &a, size_t smem, cudaSt
     const int blocks = (a.n_all - a.n_local + kNB - 1) / kNB;
     if (blocks <= 0)
         return cudaSuccess;
-    layer_backward_kernel<REAL, true><<<blocks, kThreads, smem, stream>>>(a);
+    if (a.L.rtab)
+        layer_backward_kernel<REAL, true, true><<<blocks, kThreads, smem, stream>>>(a);
+    else
+        layer_backward_kernel<REAL, true, false><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 

@@ -47,7 +47,7 @@ template <typename REAL> struct FwdLayout {
         off_y = take(sizeof(REAL) * EC * nsh);
         for (int k = 0; k < L.n_mlp; k++)
             off_act[k] = table ? 0 : take(sizeof(REAL) * EC * ld[k]);
-        off_r = take(sizeof(REAL) * EC * ldr);
+        off_r = table ? 0 : take(sizeof(REAL) * EC * ldr); /* table mode: no weight tiles */
         off_src = take(sizeof(int) * EC);
         off_recv = take(sizeof(int) * EC);
         off_knot = table ? take(sizeof(int) * EC) : 0;
@@ -68,7 +68,9 @@ template <typename REAL> struct FwdLayout {
     __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
 };
 
-template <typename REAL>
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks
+ * (warp, warp + kWarps, ...) over the super-chunk on its own, weights from the table */
+template <typename REAL, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
@@ -88,16 +90,22 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     REAL *sC = (REAL *)(smem + lay.off_c);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
+    if (TAB) {
+        ca.tab = L.rtab;
+        ca.tab_ld = L.ld_last;
+        ca.knot = shared_offset(sKnot);
+        ca.coef = shared_offset(sC);
+    }
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
         /* geometry (precomputed per edge); rows n..np-1 are zero so the GEMMs see zero padding */
-        REAL *sB = lay.table ? nullptr : (REAL *)(smem + lay.off_act[0]);
+        REAL *sB = TAB ? nullptr : (REAL *)(smem + lay.off_act[0]);
         stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY, sB,
                                   lay.ld[0]);
-        if (lay.table)
+        if (TAB)
             stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last, nullptr, e0, n, sKnot, sC,
                                     nullptr);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
@@ -106,20 +114,26 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             sRecv[k] = i | (e0 + k == a.recv_start[i] ? kFirstEdge : 0);
         }
         __syncthreads();
-        if (!lay.table && !(a.skip & kSkipHidden))
+        ca.n = n;
+        if constexpr (TAB) {
+            for (int task = warp; task < L.n_tasks && !(a.skip & kSkipColumns); task += kWarps) {
+                const int4 tk = L.tasks[task];
+                if (lane < tk.z)
+                    column_forward_dispatch<true, REAL>(ca, L.paths[tk.x], tk.y + lane,
+                                                        tk.w + lane, a.A, a.a_stride);
+            }
+            continue;
+        }
+        if (!(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, nullptr, lay.ld, np, a.tf32,
                                     sR /* free until the rounds */, lay.EC * lay.ldr);
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
-        ca.n = n;
         /* rounds of column tasks */
         for (int rd = 0; rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             /* the last round may hold fewer than kWarps tasks: only their columns */
             const int span = 32 * min(kWarps, L.n_tasks - round.x);
-            if (lay.table)
-                table_fill<REAL>(L.rtab, L.ld_last, round.y, span, n, sKnot, sC, nullptr, sR,
-                                 nullptr, lay.ldr);
-            else if (!(a.skip & kSkipRoundGemm))
+            if (!(a.skip & kSkipRoundGemm))
                 block_gemm<REAL>(np, span, L.pad[K - 1], hidden, lay.ld[K - 1],
                                  L.mlp_wp[K - 1] + round.y, L.ld_last, sR, lay.ldr, false, a.tf32);
             __syncthreads();
@@ -128,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
                 const int4 tk = L.tasks[task];
                 if (lane < tk.z) {
                     const Path P = L.paths[tk.x];
-                    column_forward_dispatch<REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
+                    column_forward_dispatch<false, REAL>(ca, P, tk.y + lane, tk.w + lane - round.y,
                                                   a.A, a.a_stride);
                 }
             }
@@ -262,8 +276,12 @@ size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len)
 
 template <typename REAL> cudaError_t forward_configure(size_t smem)
 {
-    return cudaFuncSetAttribute(layer_forward_kernel<REAL>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e = cudaFuncSetAttribute(layer_forward_kernel<REAL, false>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(layer_forward_kernel<REAL, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    return e;
 }
 
 template <typename REAL>
@@ -272,7 +290,10 @@ cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaSt
     const int blocks = (a.n_local + kNB - 1) / kNB;
     if (blocks == 0)
         return cudaSuccess;
-    layer_forward_kernel<REAL><<<blocks, kThreads, smem, stream>>>(a);
+    if (a.L.rtab)
+        layer_forward_kernel<REAL, true><<<blocks, kThreads, smem, stream>>>(a);
+    else
+        layer_forward_kernel<REAL, false><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 

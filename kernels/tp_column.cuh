@@ -51,6 +51,11 @@ template <typename REAL> struct ColumnArgs {
     const REAL *h1;
     const int *species;
     int by_species, din;
+    /* radial table mode: the layer's table (radial_table.cuh) and, per staged edge, its
+     * table row (int) and Hermite coefficients (4 REAL each: weights; d/dt) */
+    const REAL *tab;
+    int tab_ld;
+    uint32_t knot, coef, dcoef;
 };
 
 /* The per-kernel part of ColumnArgs: staged edges in shared memory (lay: the kernel's shared
@@ -73,6 +78,9 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.species = a.species;
     ca.by_species = a.layer == 0;
     ca.din = din;
+    ca.tab = nullptr;
+    ca.tab_ld = 0;
+    ca.knot = ca.coef = ca.dcoef = 0;
     return ca;
 }
 
@@ -89,6 +97,9 @@ template <typename REAL> struct ColumnView {
     bool by_species;
     int in_off, in_mul; /* the path's sender features: h1 row + in_off + m1 * in_mul + u */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
+    const REAL *tab;      /* table mode: the table at the lane's column */
+    int tab_ld;
+    uint32_t knot, coef, dcoef;
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                           int l2)
@@ -96,8 +107,28 @@ template <typename REAL> struct ColumnView {
           r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
           r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
           by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
-          mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul)
+          mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul),
+          tab(c.tab ? c.tab + col : nullptr), tab_ld(c.tab_ld), knot(c.knot), coef(c.coef),
+          dcoef(c.dcoef)
     {
+    }
+    /* table mode: the 4 table values of edge e's interval (w and h dw/dr at both knots) */
+    __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
+    {
+        const REAL *p = tab + shared_at<int>(knot + 4 * e);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            f[j] = __ldg(p + j * tab_ld);
+    }
+    /* the cubic Hermite combination of f with edge e's coefficients at `coefs` */
+    __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
+    {
+        const uint32_t at = coefs + 4 * e * (int)sizeof(REAL);
+        REAL s = shared_at<REAL>(at) * f[0];
+#pragma unroll
+        for (int j = 1; j < 4; j++)
+            s += shared_at<REAL>(at + j * (int)sizeof(REAL)) * f[j];
+        return s;
     }
     __device__ __forceinline__ int sender_of(int e) const { return shared_at<int>(src + 4 * e); }
     __device__ __forceinline__ int receiver_of(int e) const { return shared_at<int>(recv + 4 * e); }
@@ -131,7 +162,10 @@ __device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const
  * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms), while
  * the backward pass, which needs more registers, is faster as a separate function (inlined, the
  * rest of its kernel got slower: 26.9 -> 28.5 ms). */
-template <int L1, int L2, int L3, typename REAL>
+/* TAB (radial table mode): col is the lane's column of the table, and the lane computes its
+ * weight per edge from the table (prefetched one edge ahead like the sender features); else
+ * col is its column in the round's tile of weights. */
+template <int L1, int L2, int L3, bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                REAL *A, int a_stride)
 {
@@ -140,13 +174,16 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
     REAL acc[T::D3];
     int cur = -1;
     bool first = false;
-    /* the next edge's sender features are loaded while this edge is computed */
-    REAL xn[T::D1];
+    /* the next edge's sender features (and table values) are loaded while this edge is
+     * computed */
+    REAL xn[T::D1], fn[4] = {0, 0, 0, 0};
     if (c.n > 0) {
         const REAL *xr = c.sender(c.sender_of(0));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
+        if constexpr (TAB)
+            c.table_rows(0, fn);
     }
     for (int e = 0; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
@@ -163,10 +200,17 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             x[m1] = xn[m1];
-        const REAL *xr = c.sender(c.sender_of(e + 1 < c.n ? e + 1 : e));
+        REAL f[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            f[j] = fn[j];
+        const int e_next = e + 1 < c.n ? e + 1 : e;
+        const REAL *xr = c.sender(c.sender_of(e_next));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
+        if constexpr (TAB)
+            c.table_rows(e_next, fn);
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
             y[m2] = c.Y(e, m2);
@@ -174,7 +218,7 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
         for (int m3 = 0; m3 < T::D3; m3++)
             t[m3] = 0;
         T::fwd(x, y, t);
-        const REAL r = c.weight(e);
+        const REAL r = TAB ? c.hermite(c.coef, e, f) : c.weight(e);
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             acc[m3] += r * t[m3];
@@ -221,9 +265,9 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
  * because of the warp reduction. dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
-/* TAB (radial table mode): dr_tile holds dw/dt of the round's weights (same layout as the
- * weights' tile) instead of receiving dE/dw; the lane's dE/dw . dw/dt joins the warp sum of
- * dE/dY as one more value, written to slot nsh of the warp's row: dE/dt of the edge. */
+/* TAB (radial table mode): col is the lane's table column; the lane computes its weight and
+ * dw/dt per edge from the table, and dE/dw . dw/dt joins the warp sum of dE/dY as one more
+ * value, written to slot nsh of the warp's row: dE/dt of the edge (dr_tile is not used). */
 template <int L1, int L2, int L3, bool TAB, typename REAL>
 __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
@@ -296,15 +340,21 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
+            REAL f[4] = {0, 0, 0, 0};
+            if constexpr (TAB)
+                c.table_rows(e, f);
             T::bwd(x, y, g, gj, v, dxr, rev);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 dr += y[m2] * v[m2];
-            const REAL r = c.weight(e);
-            if constexpr (TAB)
-                v[T::D2] = dr * shared_at<REAL>(dr_out + e * c.r_stride);
-            else
+            REAL r;
+            if constexpr (TAB) {
+                r = c.hermite(c.coef, e, f);
+                v[T::D2] = dr * c.hermite(c.dcoef, e, f);
+            } else {
+                r = c.weight(e);
                 shared_at<REAL>(dr_out + e * c.r_stride) = dr;
+            }
             const REAL fr = flip * r;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
@@ -326,14 +376,14 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
 
 #define FNQ_TP_CODE(l1, l2, l3) ((l1) * 16 + (l2) * 4 + (l3))
 
-template <typename REAL>
+template <bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                         REAL *A, int a_stride)
 {
     switch (FNQ_TP_CODE(P.l1, P.l2, P.l3)) {
 #define FNQ_CASE(a, b, d)                                                                       \
     case FNQ_TP_CODE(a, b, d):                                                                  \
-        column_forward<a, b, d, REAL>(c, P, u, col, A, a_stride);                               \
+        column_forward<a, b, d, TAB, REAL>(c, P, u, col, A, a_stride);                          \
         break;
         FNQ_TP_PATHS(FNQ_CASE)
 #undef FNQ_CASE
