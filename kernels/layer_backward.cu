@@ -30,8 +30,8 @@ namespace fnqcu {
 
 template <typename REAL> struct BwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
-    /* radial table mode: no MLP, the round's tiles hold the weights and their d/dt; each
-     * warp's dE/dY row has one more slot (nsh1 = nsh + 1) for dE/dt */
+    /* radial table mode: no MLP and no weight tiles; the dE/dY rows (one per edge and task
+     * parity) have one more slot (nsh1 = nsh + 1) for dE/dt */
     bool table;
     int nsh1;
     size_t off_knot, off_c, off_dc;
@@ -83,7 +83,7 @@ template <typename REAL> struct BwdLayout {
             for (int k = 0; k < K; k++)
                 off_act[k] = off_pre[k] = off_act_again[k] = off_pre_again[k] = 0;
             off_r = off_dr = off_dh = off_m0 = off_m1 = 0; /* no weight tiles, no MLP */
-            off_dyw = take(sizeof(REAL) * EC * kWarps * nsh1);
+            off_dyw = take(sizeof(REAL) * EC * 2 * nsh1); /* per edge, per task parity */
             off_knot = take(sizeof(int) * EC);
             off_c = take(sizeof(REAL) * EC * 4);
             off_dc = take(sizeof(REAL) * EC * 4);
@@ -224,9 +224,9 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
     }
 }
 
-/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks
- * (warp, warp + kWarps, ...) over the super-chunk on its own, weights and dw/dt from the
- * table, and sums dE/dt with dE/dY in its own rows */
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs every other column
+ * task over one atom's edges on its own, weights and dw/dt from the table, and sums dE/dt with
+ * dE/dY in its parity's rows */
 template <typename REAL, bool GHOST, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
 {
@@ -276,18 +276,30 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
-        for (int k = threadIdx.x; TAB && k < n * kWarps * lay.nsh1; k += blockDim.x)
+        for (int k = threadIdx.x; TAB && k < n * 2 * lay.nsh1; k += blockDim.x)
             sDYw[k] = 0;
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            for (int task = warp; task < L.n_tasks && !(a.skip & kSkipColumns); task += kWarps) {
+            /* warp = (atom q, task parity), as in the forward kernel; the two parities' dE/dY
+             * rows of each edge are summed after the passes */
+            const int q = warp % kNB, parity = warp / kNB;
+            if (q < nb) {
+                ca.e_first = (int)(max(start[r0 + q], e0) - e0);
+                ca.n = (int)(min(start[r0 + q + 1], e0 + n) - e0);
+            } else {
+                ca.e_first = ca.n = 0;
+            }
+            for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
                 const int4 tk = L.tasks[task];
                 column_backward_dispatch<true, REAL>(
                     ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga, a.ga_stride,
-                    a.n_local, need_dx || GHOST, GHOST, 0, shared_offset(sDYw + warp * lay.nsh1),
-                    kWarps * lay.nsh1, a.dxpart, a.dx_stride);
+                    a.n_local, need_dx || GHOST, GHOST, 0,
+                    shared_offset(sDYw + parity * lay.nsh1), 2 * lay.nsh1, a.dxpart,
+                    a.dx_stride);
             }
+            ca.e_first = 0;
+            ca.n = n;
         }
         if (!TAB && !(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.compact ? nullptr : lay.off_pre,
@@ -329,18 +341,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         }
         __syncthreads();
         if (!GHOST && TAB) {
-            /* dE/dY and dE/dt per edge: the warps' rows summed in warp order, added to the
+            /* dE/dY and dE/dt per edge: the two task parities' rows summed, added to the
              * edge's row of edge_ggeo */
             const int nf = lay.nsh + 2;
             for (int idx = threadIdx.x; idx < n * nf; idx += blockDim.x) {
                 const int k = idx / nf, q = idx - k * nf;
                 double v = 0.0;
-                if (q < lay.nsh1) {
-                    REAL sum = 0;
-                    for (int w = 0; w < kWarps; w++)
-                        sum += sDYw[(k * kWarps + w) * lay.nsh1 + q];
-                    v = (double)sum;
-                }
+                if (q < lay.nsh1)
+                    v = (double)(sDYw[(k * 2) * lay.nsh1 + q] + sDYw[(k * 2 + 1) * lay.nsh1 + q]);
                 double *gg = a.edge_ggeo + (e0 + k) * nf + q;
                 *gg = a.first_ggeo ? v : *gg + v;
             }

@@ -23,6 +23,8 @@
 
 namespace fnqcu {
 
+static_assert(kWarps == 2 * kNB, "table mode: two warps (task parities) per atom");
+
 /* Shared-memory layout, computed the same way on host and device. */
 template <typename REAL> struct FwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldr;
@@ -68,8 +70,8 @@ template <typename REAL> struct FwdLayout {
     __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
 };
 
-/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks
- * (warp, warp + kWarps, ...) over the super-chunk on its own, weights from the table */
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks over
+ * one atom's edges on its own, weights from the table */
 template <typename REAL, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<REAL> a)
 {
@@ -116,12 +118,23 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            for (int task = warp; task < L.n_tasks && !(a.skip & kSkipColumns); task += kWarps) {
+            /* warp = (atom q, task parity): the atom's edges of this chunk, every other task,
+             * so that a block runs two path functions at a time, not eight (instruction
+             * cache), and each receiver's sums still have one owner */
+            const int q = warp % kNB, parity = warp / kNB;
+            if (q < nb) {
+                ca.e_first = (int)(max(a.recv_start[r0 + q], e0) - e0);
+                ca.n = (int)(min(a.recv_start[r0 + q + 1], e0 + n) - e0);
+            } else {
+                ca.e_first = ca.n = 0;
+            }
+            for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
                 const int4 tk = L.tasks[task];
                 if (lane < tk.z)
                     column_forward_dispatch<true, REAL>(ca, L.paths[tk.x], tk.y + lane,
                                                         tk.w + lane, a.A, a.a_stride);
             }
+            ca.e_first = 0;
             continue;
         }
         if (!(a.skip & kSkipHidden))

@@ -41,7 +41,7 @@ constexpr int kFirstEdge = int(0x80000000u);
 
 /* What a column pass needs besides the path itself. */
 template <typename REAL> struct ColumnArgs {
-    int n;                   /* edges in the super-chunk */
+    int e_first, n;          /* the pass walks staged edges e_first .. n-1 (all: 0 .. n-1) */
     uint32_t src, recv;      /* shared-memory offsets: per edge sender, receiver | kFirstEdge */
     uint32_t y;              /* Y of edge e at y + (e * nsh + m) * sizeof(REAL) */
     int nsh;
@@ -67,7 +67,7 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
                                                         const REAL *sY, const REAL *sR, int din)
 {
     ColumnArgs<REAL> ca;
-    ca.n = 0;
+    ca.e_first = ca.n = 0;
     ca.src = shared_offset(sSrc);
     ca.recv = shared_offset(sRecv);
     ca.y = shared_offset(sY);
@@ -88,7 +88,7 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */
 template <typename REAL> struct ColumnView {
-    int n;
+    int e_first, n;
     uint32_t src, recv, y, r; /* shared memory: y and r already at the lane's Y block, column */
     uint32_t y_stride, r_stride; /* bytes per edge */
     const int *species;
@@ -103,7 +103,7 @@ template <typename REAL> struct ColumnView {
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                           int l2)
-        : n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
+        : e_first(c.e_first), n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
           r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
           r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
           by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
@@ -177,15 +177,15 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
     /* the next edge's sender features (and table values) are loaded while this edge is
      * computed */
     REAL xn[T::D1], fn[4] = {0, 0, 0, 0};
-    if (c.n > 0) {
-        const REAL *xr = c.sender(c.sender_of(0));
+    if (c.e_first < c.n) {
+        const REAL *xr = c.sender(c.sender_of(c.e_first));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
             xn[m1] = xr[m1 * c.in_mul];
         if constexpr (TAB)
-            c.table_rows(0, fn);
+            c.table_rows(c.e_first, fn);
     }
-    for (int e = 0; e < c.n; e++) {
+    for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
             if (cur >= 0)
@@ -265,6 +265,28 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
  * because of the warp reduction. dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
+/* What the backward pass reads per edge e from global memory: the sender's features x, its
+ * message gradients gj when the reverse edge is used (else zeros) and, in table mode, the
+ * edge's 4 table values f. */
+template <bool TAB, int D1, int D3, typename REAL>
+__device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, const REAL *GA,
+                                             int ga_stride, bool want_rev, int rev_limit,
+                                             REAL (&x)[D1], REAL (&gj)[D3], REAL (&f)[4])
+{
+    const int j = c.sender_of(e);
+    const REAL *xr = c.sender(j);
+#pragma unroll
+    for (int m1 = 0; m1 < D1; m1++)
+        x[m1] = xr[m1 * c.in_mul];
+    const bool rev = want_rev && j < rev_limit;
+    const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
+#pragma unroll
+    for (int m3 = 0; m3 < D3; m3++)
+        gj[m3] = rev ? __ldg(gr + m3 * c.mid_mul) : REAL(0);
+    if constexpr (TAB)
+        c.table_rows(e, f);
+}
+
 /* TAB (radial table mode): col is the lane's table column; the lane computes its weight and
  * dw/dt per edge from the table, and dE/dw . dw/dt joins the warp sum of dE/dY as one more
  * value, written to slot nsh of the warp's row: dE/dt of the edge (dr_tile is not used). */
@@ -288,28 +310,28 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const uint32_t dt_out = dyw + c.y_stride; /* slot nsh */
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
-    /* Per edge, the receiver's message gradients g, the sender's features x and (reverse edge)
-     * the sender's message gradients gj are loaded at the top of the iteration (prefetching gj
-     * one edge ahead was measured: no faster, bench/NOTES.md v2.5). */
-    REAL dxacc[T::D1];
+    /* The next edge's sender features x, the sender's message gradients gj (reverse edge) and,
+     * in table mode, its 4 table values are loaded while this edge is computed; the
+     * receiver's own message gradients g are cache hits after its first edge. */
+    REAL dxacc[T::D1], xn[T::D1], gjn[T::D3], fn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int m1 = 0; m1 < T::D1; m1++)
-        dxacc[m1] = 0;
+        dxacc[m1] = xn[m1] = 0;
+#pragma unroll
+    for (int m3 = 0; m3 < T::D3; m3++)
+        gjn[m3] = 0;
     int cur = -1;
     bool first = false;
     const bool want_rev = ghost || need_dx;
     const int rev_limit = ghost ? 0x7fffffff : n_local;
-    for (int e = 0; e < c.n; e++) {
+    if (active && c.e_first < c.n)
+        fetch_sender<TAB>(c, c.e_first, GA, ga_stride, want_rev, rev_limit, xn, gjn, fn);
+    for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
-            if (cur >= 0 && active && need_dx) {
-                REAL *row = dxpart + (int64_t)cur * dx_stride + dx_off;
-#pragma unroll
-                for (int m1 = 0; m1 < T::D1; m1++) {
-                    const REAL prev = first ? REAL(0) : row[m1 * dx_mul];
-                    row[m1 * dx_mul] = prev + dxacc[m1];
-                }
-            }
+            if (cur >= 0 && active && need_dx)
+                flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first,
+                                  dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
 #pragma unroll
@@ -321,28 +343,28 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         for (int m2 = 0; m2 < DV; m2++)
             v[m2] = 0;
         if (active) {
-            REAL x[T::D1], y[T::D2], g[T::D3], gj[T::D3], dxr[T::D1], dr = 0;
-            const int j = c.sender_of(e);
-            const bool rev = want_rev && j < rev_limit;
-            const REAL *xr = c.sender(j);
-            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
-            const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
+            REAL x[T::D1], y[T::D2], g[T::D3], gj[T::D3], dxr[T::D1], f[4], dr = 0;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++) {
-                x[m1] = xr[m1 * c.in_mul];
+                x[m1] = xn[m1];
                 dxr[m1] = 0;
             }
 #pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++) {
+            for (int m3 = 0; m3 < T::D3; m3++)
+                gj[m3] = gjn[m3];
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                f[q] = fn[q];
+            if (e + 1 < c.n)
+                fetch_sender<TAB>(c, e + 1, GA, ga_stride, want_rev, rev_limit, xn, gjn, fn);
+            const bool rev = want_rev && c.sender_of(e) < rev_limit;
+            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
+#pragma unroll
+            for (int m3 = 0; m3 < T::D3; m3++)
                 g[m3] = ghost ? REAL(0) : __ldg(gi + m3 * c.mid_mul);
-                gj[m3] = rev ? __ldg(gr + m3 * c.mid_mul) : REAL(0);
-            }
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
-            REAL f[4] = {0, 0, 0, 0};
-            if constexpr (TAB)
-                c.table_rows(e, f);
             T::bwd(x, y, g, gj, v, dxr, rev);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
