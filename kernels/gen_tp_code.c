@@ -7,7 +7,9 @@
  *   fwd: t[m3] += c x[m1] y[m2]                        (message of one channel)
  *   bwd: v[m2] += c x[m1] g[m3]                        (dE/dY, before the radial weight;
  *                                                       dE/d radial weight = y . v)
- *        dxr[m1] += c y[m2] gj[m3]                     (sender gradient of the reverse edge)
+ *        dxr[m1] += c y[m2] gj[m3]                     (sender gradient of the reverse edge;
+ *                                                       gj = 0 where it is not wanted: no
+ *                                                       branches, one copy of the loop)
  * and a host table of the same terms, which the backend compares with the model's.
  * usage: gen_tp_code OUTPUT_DEVICE.inc OUTPUT_HOST.inc
  */
@@ -67,7 +69,7 @@ int main(int argc, char **argv)
                  * (before v is scaled by the weight), D2 FMAs instead of 3 per term */
                 fprintf(dev, "    template <typename R>\n    __device__ __forceinline__ static "
                              "void bwd(const R *x, const R *y, const R *g, const R *gj, R *v, "
-                             "R *dxr, bool rev)\n    {\n");
+                             "R *dxr)\n    {\n");
                 for (int m1 = 0; m1 < d1; m1++)
                     for (int m3 = 0; m3 < d3; m3++)
                         for (int m2 = 0; m2 < d2; m2++) {
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
                             if (w == 0.0)
                                 continue;
                             fprintf(dev,
-                                    "        v[%d] += R(%a) * x[%d] * g[%d]; if (rev) dxr[%d] += "
+                                    "        v[%d] += R(%a) * x[%d] * g[%d]; dxr[%d] += "
                                     "R(%a) * y[%d] * gj[%d];\n",
                                     m2, w * coef, m1, m3, m1, w * coef, m2, m3);
                             fprintf(host, "    {%d, %d, %d, %d, %d, %d, %a},\n", l1, l2, l3, m1,

@@ -95,7 +95,9 @@ template <typename REAL> struct ColumnView {
     const REAL *h1;
     int din;
     bool by_species;
-    int in_off, in_mul; /* the path's sender features: h1 row + in_off + m1 * in_mul + u */
+    /* 32-bit offsets into rows: one IMAD.WIDE per gathered element (64-bit pointer sums
+     * were 4-5 integer instructions each, the larger part of the passes' instructions) */
+    uint32_t in_off, in_mul; /* the path's sender features: row + in_off + m1 * in_mul (u in) */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
     const REAL *tab;      /* table mode: the table at the lane's column */
     int tab_ld;
@@ -106,7 +108,7 @@ template <typename REAL> struct ColumnView {
         : e_first(c.e_first), n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
           r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
           r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
-          by_species(c.by_species != 0), in_off(P.in_off + u), in_mul(P.in_mul),
+          by_species(c.by_species != 0), in_off((uint32_t)(P.in_off + u)), in_mul((uint32_t)P.in_mul),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul),
           tab(c.tab ? c.tab + col : nullptr), tab_ld(c.tab_ld), knot(c.knot), coef(c.coef),
           dcoef(c.dcoef)
@@ -115,10 +117,22 @@ template <typename REAL> struct ColumnView {
     /* table mode: the 4 table values of edge e's interval (w and h dw/dr at both knots) */
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
-        const REAL *p = tab + shared_at<int>(knot + 4 * e);
+        const uint32_t k = (uint32_t)shared_at<int>(knot + 4 * e);
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            f[j] = __ldg(p + j * tab_ld);
+            f[j] = __ldg(tab + (k + (uint32_t)(j * tab_ld)));
+    }
+    /* element (m, lane's channel) of row `row` of a message-gradient array with `stride`
+     * values per row */
+    __device__ __forceinline__ REAL msg_at(const REAL *base, uint32_t row, uint32_t stride,
+                                           int m) const
+    {
+        return __ldg(base + (row * stride + (uint32_t)mid_off + (uint32_t)(m * mid_mul)));
+    }
+    /* element m1 of the lane's sender features of sender-row `row` (sender_row) */
+    __device__ __forceinline__ REAL x_at(uint32_t row, int m1) const
+    {
+        return __ldg(h1 + (row * (uint32_t)din + in_off + (uint32_t)m1 * in_mul));
     }
     /* the cubic Hermite combination of f with edge e's coefficients at `coefs` */
     __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
@@ -137,10 +151,10 @@ template <typename REAL> struct ColumnView {
         return shared_at<REAL>(y + e * y_stride + m * (int)sizeof(REAL));
     }
     __device__ __forceinline__ REAL weight(int e) const { return shared_at<REAL>(r + e * r_stride); }
-    /* the lane's sender features of atom j, element m1 at [m1 * in_mul] */
-    __device__ __forceinline__ const REAL *sender(int j) const
+    /* the sender-feature row of atom j (x_at reads the lane's elements) */
+    __device__ __forceinline__ uint32_t sender_row(int j) const
     {
-        return (by_species ? h1 + (int64_t)species[j] * din : h1 + (int64_t)j * din) + in_off;
+        return (uint32_t)(by_species ? __ldg(species + j) : j);
     }
 };
 
@@ -178,13 +192,15 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
      * computed */
     REAL xn[T::D1], fn[4] = {0, 0, 0, 0};
     if (c.e_first < c.n) {
-        const REAL *xr = c.sender(c.sender_of(c.e_first));
+        const uint32_t xr = c.sender_row(c.sender_of(c.e_first));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * c.in_mul];
+            xn[m1] = c.x_at(xr, m1);
         if constexpr (TAB)
             c.table_rows(c.e_first, fn);
     }
+    /* not unrolled: one copy of the body keeps the pass inside the instruction cache */
+#pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
@@ -205,10 +221,10 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
         for (int j = 0; j < 4; j++)
             f[j] = fn[j];
         const int e_next = e + 1 < c.n ? e + 1 : e;
-        const REAL *xr = c.sender(c.sender_of(e_next));
+        const uint32_t xr = c.sender_row(c.sender_of(e_next));
 #pragma unroll
         for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = xr[m1 * c.in_mul];
+            xn[m1] = c.x_at(xr, m1);
         if constexpr (TAB)
             c.table_rows(e_next, fn);
 #pragma unroll
@@ -270,19 +286,24 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
  * edge's 4 table values f. */
 template <bool TAB, int D1, int D3, typename REAL>
 __device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, const REAL *GA,
-                                             int ga_stride, bool want_rev, int rev_limit,
+                                             int ga_stride, int i_valid, bool want_rev,
+                                             int rev_limit,
                                              REAL (&x)[D1], REAL (&gj)[D3], REAL (&f)[4])
 {
     const int j = c.sender_of(e);
-    const REAL *xr = c.sender(j);
+    const uint32_t xr = c.sender_row(j);
 #pragma unroll
     for (int m1 = 0; m1 < D1; m1++)
-        x[m1] = xr[m1 * c.in_mul];
+        x[m1] = c.x_at(xr, m1);
+    /* without the reverse edge read a row that exists (the receiver's) and drop it: loads
+     * without predicates */
     const bool rev = want_rev && j < rev_limit;
-    const REAL *gr = GA + (int64_t)j * ga_stride + c.mid_off;
+    const uint32_t gr = (uint32_t)(rev ? j : i_valid);
 #pragma unroll
-    for (int m3 = 0; m3 < D3; m3++)
-        gj[m3] = rev ? __ldg(gr + m3 * c.mid_mul) : REAL(0);
+    for (int m3 = 0; m3 < D3; m3++) {
+        const REAL v = c.msg_at(GA, gr, (uint32_t)ga_stride, m3);
+        gj[m3] = rev ? v : REAL(0);
+    }
     if constexpr (TAB)
         c.table_rows(e, f);
 }
@@ -323,9 +344,12 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     int cur = -1;
     bool first = false;
     const bool want_rev = ghost || need_dx;
+    const int row_ok = 0; /* a row of GA that exists whenever there are edges */
     const int rev_limit = ghost ? 0x7fffffff : n_local;
     if (active && c.e_first < c.n)
-        fetch_sender<TAB>(c, c.e_first, GA, ga_stride, want_rev, rev_limit, xn, gjn, fn);
+        fetch_sender<TAB>(c, c.e_first, GA, ga_stride, row_ok, want_rev, rev_limit, xn, gjn,
+                          fn);
+#pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
@@ -356,16 +380,15 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
             for (int q = 0; q < 4; q++)
                 f[q] = fn[q];
             if (e + 1 < c.n)
-                fetch_sender<TAB>(c, e + 1, GA, ga_stride, want_rev, rev_limit, xn, gjn, fn);
-            const bool rev = want_rev && c.sender_of(e) < rev_limit;
-            const REAL *gi = GA + (int64_t)i * ga_stride + c.mid_off;
+                fetch_sender<TAB>(c, e + 1, GA, ga_stride, row_ok, want_rev, rev_limit, xn, gjn,
+                                  fn);
 #pragma unroll
             for (int m3 = 0; m3 < T::D3; m3++)
-                g[m3] = ghost ? REAL(0) : __ldg(gi + m3 * c.mid_mul);
+                g[m3] = ghost ? REAL(0) : c.msg_at(GA, (uint32_t)i, (uint32_t)ga_stride, m3);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
-            T::bwd(x, y, g, gj, v, dxr, rev);
+            T::bwd(x, y, g, gj, v, dxr);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 dr += y[m2] * v[m2];
