@@ -303,15 +303,6 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->send_start, na + 1, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->send_edges, ne, "the neighbour list", ep));
-    /* the column passes index sender features and message gradients with 32-bit element
-     * offsets (tp_column.cuh) */
-    const int64_t widest = std::max(dm.max_in, dm.max_mid);
-    if (na * widest > (int64_t)UINT32_MAX)
-        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                         "%lld atoms x %lld values per row exceed the CUDA kernels' 32-bit "
-                         "feature indices (at most %lld atoms per GPU for this model; use more "
-                         "GPUs or ranks)",
-                         (long long)na, (long long)widest, (long long)(UINT32_MAX / widest));
     for (int l = 0; l < dm.n_layers; l++) {
         FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.dim, "sender features", ep));
         FNQ_CHECK(ensure(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs", ep));
@@ -335,6 +326,16 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
     if (na > nl)
         FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
+    /* the column passes index sender features and message gradients with 32-bit element
+     * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
+     * the GPU's memory is reported as that */
+    const int64_t widest = std::max(dm.max_in, dm.max_mid);
+    if (na * widest > (int64_t)UINT32_MAX)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%lld atoms x %lld values per row exceed the CUDA kernels' 32-bit "
+                         "feature indices (at most %lld atoms per GPU for this model; use more "
+                         "GPUs or ranks)",
+                         (long long)na, (long long)widest, (long long)(UINT32_MAX / widest));
     FNQ_CHECK(ensure(s->e_atom, nl, "atomic energies", ep));
     FNQ_CHECK(ensure(s->atom_energy, nl, "atomic energies", ep));
     FNQ_CHECK(ensure(s->forces, 3 * na, "forces", ep));
