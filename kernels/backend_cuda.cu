@@ -250,14 +250,21 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
                             "and every result is WRONG (for timing the rest only)\n", s->skip);
     }
     s->tf32 = sizeof(REAL) == 4 && getenv("FNQ_TF32") && strcmp(getenv("FNQ_TF32"), "1") == 0;
-    /* radial table mode (float32 only; radial_table.h): FNQ_RADIAL=table */
+    /* float32: the radial weights from tables (radial_table.h) unless FNQ_RADIAL=exact; a
+     * model whose tables would miss the error bound runs the MLP itself */
     int table_intervals = 0;
-    if (sizeof(REAL) == 4 && getenv("FNQ_RADIAL") && strcmp(getenv("FNQ_RADIAL"), "table") == 0) {
+    const char *radial = getenv("FNQ_RADIAL");
+    if (sizeof(REAL) == 4 && !(radial && strcmp(radial, "exact") == 0)) {
         table_intervals = 2048;
         if (const char *v = getenv("FNQ_RADIAL_INTERVALS"))
             table_intervals = std::max(16, atoi(v));
     }
     enum fnq_status st = model_upload<REAL>(m, table_intervals, &s->dm);
+    if (st != FNQ_STATUS_OK && s->dm.table_rejected) {
+        fprintf(stderr, "fusednequip cuda: %s; using the exact radial MLP\n", fnq_last_error());
+        model_release<REAL>(&s->dm);
+        st = model_upload<REAL>(m, 0, &s->dm);
+    }
     if (st == FNQ_STATUS_OK) {
         int smem_limit = 0;
         int smem_per_sm = 0, smem_reserved = 0;

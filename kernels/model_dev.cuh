@@ -173,6 +173,7 @@ template <typename REAL> struct DeviceModel {
     const double *energy_scale, *energy_shift; /* [n_species] device */
     int max_in, max_mid, max_conv, max_out, max_width;
     void *allocations; /* list freed with the model */
+    int table_rejected; /* upload failed because a radial table missed its error bound */
 };
 
 } // namespace fnqcu

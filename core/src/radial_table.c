@@ -10,6 +10,10 @@
 #include "radial.h"
 #include "status.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 static int32_t widest(const struct fnq_mlp *r)
 {
     int32_t w = 0;
@@ -68,46 +72,65 @@ enum fnq_status fnq__radial_table_build(const struct fnq_model *m, const struct 
     t->h = (m->cutoff - r_lo) / n_intervals;
     t->val = malloc(sizeof(double) * (size_t)nk * (size_t)nw);
     t->slope = malloc(sizeof(double) * (size_t)nk * (size_t)nw);
-    double *scratch = malloc(sizeof(double) * (4 * (size_t)widest(r) + 2 * (size_t)nw));
-    if (!t->val || !t->slope || !scratch) {
-        free(scratch);
+    if (!t->val || !t->slope) {
         fnq__radial_table_free(t);
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "radial table: %d x %d values", nk, nw);
     }
-    for (int32_t k = 0; k < nk; k++) {
-        double *v = t->val + (size_t)k * nw, *s = t->slope + (size_t)k * nw;
-        /* the basis is sin(w d)/d: at d = 0 take its limit (d = 1e-9 A is as good) */
-        const double d = r_lo + k * t->h;
-        fnq__radial_weights(m, r, d > 1e-9 ? d : 1e-9, v, s, scratch);
-        for (int32_t j = 0; j < nw; j++)
-            s[j] *= t->h;
-    }
+    const size_t per_thread = 4 * (size_t)widest(r) + 2 * (size_t)nw;
     /* the interpolation error where a cubic Hermite's is largest: the value's at each
      * interval's midpoint, the derivative's at t = 1/2 - sqrt(3)/6 */
-    double *w = scratch + 4 * (size_t)widest(r), *dw = w + nw;
     double vmax = 0.0, dmax = 0.0, verr = 0.0, derr = 0.0;
-    const double at[2] = {0.5, 0.5 - sqrt(3.0) / 6.0};
-    for (int32_t k = 0; k + 1 < nk; k++)
-        for (int q = 0; q < 2; q++) {
-            double c[4], dc[4];
-            fnq__hermite(at[q], c, dc);
-            fnq__radial_weights(m, r, r_lo + (k + at[q]) * t->h, w, dw, scratch);
-            const double *v0 = t->val + (size_t)k * nw, *s0 = t->slope + (size_t)k * nw;
-            for (int32_t j = 0; j < nw; j++) {
-                const double iv =
-                    c[0] * v0[j] + c[1] * s0[j] + c[2] * v0[j + nw] + c[3] * s0[j + nw];
-                const double id = (dc[0] * v0[j] + dc[1] * s0[j] + dc[2] * v0[j + nw] +
-                                   dc[3] * s0[j + nw]) / t->h;
-                vmax = fmax(vmax, fabs(w[j]));
-                dmax = fmax(dmax, fabs(dw[j]));
-                if (q == 0)
-                    verr = fmax(verr, fabs(iv - w[j]));
-                else
-                    derr = fmax(derr, fabs(id - dw[j]));
-            }
+    int n_threads = 1;
+#ifdef _OPENMP
+    n_threads = omp_get_max_threads();
+#endif
+    double *scratch_all = malloc(sizeof(double) * per_thread * (size_t)n_threads);
+    if (!scratch_all) {
+        fnq__radial_table_free(t);
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "radial table: scratch of %zu values",
+                         per_thread * (size_t)n_threads);
+    }
+#pragma omp parallel num_threads(n_threads) reduction(max : vmax, dmax, verr, derr)
+    {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        double *scratch = scratch_all + per_thread * (size_t)me;
+#pragma omp for schedule(static)
+        for (int32_t k = 0; k < nk; k++) {
+            double *v = t->val + (size_t)k * nw, *sl = t->slope + (size_t)k * nw;
+            /* the basis is sin(w d)/d: at d = 0 take its limit (d = 1e-9 A is as good) */
+            const double d = r_lo + k * t->h;
+            fnq__radial_weights(m, r, d > 1e-9 ? d : 1e-9, v, sl, scratch);
+            for (int32_t j = 0; j < nw; j++)
+                sl[j] *= t->h;
         }
+        double *w = scratch + 4 * (size_t)widest(r), *dw = w + nw;
+        const double at[2] = {0.5, 0.5 - sqrt(3.0) / 6.0};
+#pragma omp for schedule(static)
+        for (int32_t k = 0; k < nk - 1; k++)
+            for (int q = 0; q < 2; q++) {
+                double c[4], dc[4];
+                fnq__hermite(at[q], c, dc);
+                fnq__radial_weights(m, r, r_lo + (k + at[q]) * t->h, w, dw, scratch);
+                const double *v0 = t->val + (size_t)k * nw, *s0 = t->slope + (size_t)k * nw;
+                for (int32_t j = 0; j < nw; j++) {
+                    const double iv =
+                        c[0] * v0[j] + c[1] * s0[j] + c[2] * v0[j + nw] + c[3] * s0[j + nw];
+                    const double id = (dc[0] * v0[j] + dc[1] * s0[j] + dc[2] * v0[j + nw] +
+                                       dc[3] * s0[j + nw]) / t->h;
+                    vmax = fmax(vmax, fabs(w[j]));
+                    dmax = fmax(dmax, fabs(dw[j]));
+                    if (q == 0)
+                        verr = fmax(verr, fabs(iv - w[j]));
+                    else
+                        derr = fmax(derr, fabs(id - dw[j]));
+                }
+            }
+    }
+    free(scratch_all);
     t->err_val = vmax > 0 ? verr / vmax : verr;
     t->err_slope = dmax > 0 ? derr / dmax : derr;
-    free(scratch);
     return FNQ_STATUS_OK;
 }
