@@ -13,9 +13,18 @@
 
 namespace fnqcu {
 
-/* From the staged features (nsh + 2 per edge: Y, then k and t): the table row of each edge's
- * interval, sKnot[e] = 2 k ld, and its Hermite coefficients sC[e][4] (weights) and, when sDC is
- * not null, sDC[e][4] (d/dt). */
+/* Table rows per knot (model_upload.cu): w, m = h dw/dr, and dw = w(next knot) - w. The
+ * column pass reads f = (w0, m0, dw0, m1) of an edge's interval (rows 0, 1, 2 and 4 from its
+ * knot's first row, kTableRows) and forms
+ *   w(t)     = w0 + h10(t) m0 + h01(t) dw0 + h11(t) m1   (h00 + h01 = 1)
+ *   dw/dt(t) =      h10'(t) m0 + h01'(t) dw0 + h11'(t) m1
+ * with the cubic Hermite basis h.. of t; no difference of two rounded values. */
+constexpr int kTableRowsPerKnot = 3;
+__host__ __device__ constexpr int table_row(int j) { return j < 3 ? j : 4; }
+
+/* From the staged features (nsh + 2 per edge: Y, then k and t): the first table row of each
+ * edge's interval, sKnot[e] = 3 k ld, and the coefficients of f in w, sC[e][4], and, when sDC
+ * is not null, in dw/dt, sDC[e][4]. */
 template <typename REAL>
 __device__ __forceinline__ void stage_table_coefs(const REAL *feat, int nsh, int ld,
                                                   const int64_t *index, int64_t e0, int n,
@@ -26,13 +35,13 @@ __device__ __forceinline__ void stage_table_coefs(const REAL *feat, int nsh, int
         const int64_t e = index ? index[e0 + k] : e0 + k;
         const int knot = (int)feat[e * nf + nsh];
         const REAL t = feat[e * nf + nsh + 1], s = REAL(1) - t;
-        sKnot[k] = 2 * knot * ld;
-        sC[4 * k + 0] = (REAL(1) + REAL(2) * t) * s * s;
-        sC[4 * k + 1] = t * s * s;
-        sC[4 * k + 2] = t * t * (REAL(3) - REAL(2) * t);
-        sC[4 * k + 3] = t * t * (t - REAL(1));
+        sKnot[k] = kTableRowsPerKnot * knot * ld;
+        sC[4 * k + 0] = REAL(1);
+        sC[4 * k + 1] = t * s * s;                    /* h10 */
+        sC[4 * k + 2] = t * t * (REAL(3) - REAL(2) * t); /* h01 */
+        sC[4 * k + 3] = t * t * (t - REAL(1));        /* h11 */
         if (sDC) {
-            sDC[4 * k + 0] = REAL(6) * t * (t - REAL(1));
+            sDC[4 * k + 0] = REAL(0);
             sDC[4 * k + 1] = (REAL(3) * t - REAL(1)) * (t - REAL(1));
             sDC[4 * k + 2] = REAL(6) * t * s;
             sDC[4 * k + 3] = t * (REAL(3) * t - REAL(2));

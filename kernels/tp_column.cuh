@@ -16,6 +16,7 @@
 
 #include "common.cuh"
 #include "model_dev.cuh"
+#include "radial_table.cuh"
 #include "tp_code.inc"
 
 namespace fnqcu {
@@ -114,13 +115,13 @@ template <typename REAL> struct ColumnView {
           dcoef(c.dcoef)
     {
     }
-    /* table mode: the 4 table values of edge e's interval (w and h dw/dr at both knots) */
+    /* table mode: the 4 table values of edge e's interval (radial_table.cuh) */
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
         const uint32_t k = (uint32_t)shared_at<int>(knot + 4 * e);
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            f[j] = __ldg(tab + (k + (uint32_t)(j * tab_ld)));
+            f[j] = __ldg(tab + (k + (uint32_t)(table_row(j) * tab_ld)));
     }
     /* element (m, lane's channel) of row `row` of a message-gradient array with `stride`
      * values per row */
@@ -134,7 +135,7 @@ template <typename REAL> struct ColumnView {
     {
         return __ldg(h1 + (row * (uint32_t)din + in_off + (uint32_t)m1 * in_mul));
     }
-    /* the cubic Hermite combination of f with edge e's coefficients at `coefs` */
+    /* w or dw/dt of edge e: f combined with its coefficients at `coefs` (radial_table.cuh) */
     __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
     {
         const uint32_t at = coefs + 4 * e * (int)sizeof(REAL);
