@@ -17,6 +17,9 @@
  * The same kernel in GHOST mode walks the edges each ghost atom sends (LAMMPS' ghosts have no
  * edge lists of their own) and only produces their dE/dh1; the epilogue then waits for the
  * reverse exchange and runs as backward_epilogue_kernel.
+ * Radial table mode (float32 default): no MLP, no rounds and no weight tiles; warp (atom q,
+ * task parity) runs every other column task over atom q's edges, weights and dw/dt from the
+ * table, and dE/dt of each edge (summed with dE/dY) goes to edge_ggeo instead of dE/d(basis).
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"

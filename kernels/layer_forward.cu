@@ -12,6 +12,9 @@
  *     features h1 = linear_1'(h') s, or, after the last layer, the atomic energies and the top of
  *     the backward pass (dE/dA of this layer and the self-connection part of dE/dh).
  * Nothing per edge leaves the block except through A (per atom).
+ * Radial table mode (float32 default): no MLP and no rounds; warp (atom q, task parity) runs
+ * every other column task over atom q's edges, each lane interpolating its weights from the
+ * layer's table (radial_table.cuh).
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"

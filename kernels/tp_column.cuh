@@ -11,6 +11,9 @@
  *   fixed order, warp_sum_spread, then one write per value), and the
  *   gradient of the receiver's own sender features through the reverse edge, summed per
  *   receiver into a per-path scratch row.
+ * Radial table mode (TAB): the lane interpolates its weight (and dw/dt) per edge from the
+ *   layer's table instead of reading the round's weight tile, and dE/dw . dw/dt joins the dE/dY
+ *   warp sum as dE/dt; the kernels then run each warp's tasks without rounds.
  */
 #pragma once
 
