@@ -337,14 +337,14 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     /* The next edge's sender features x, the sender's message gradients gj (reverse edge) and,
      * in table mode, its 4 table values are loaded while this edge is computed; the
-     * receiver's own message gradients g are cache hits after its first edge. */
-    REAL dxacc[T::D1], xn[T::D1], gjn[T::D3], fn[4] = {0, 0, 0, 0};
+     * receiver's own message gradients g once per receiver. */
+    REAL dxacc[T::D1], xn[T::D1], gjn[T::D3], g[T::D3], fn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int m1 = 0; m1 < T::D1; m1++)
         dxacc[m1] = xn[m1] = 0;
 #pragma unroll
     for (int m3 = 0; m3 < T::D3; m3++)
-        gjn[m3] = 0;
+        gjn[m3] = g[m3] = 0;
     int cur = -1;
     bool first = false;
     const bool want_rev = ghost || need_dx;
@@ -365,13 +365,18 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] = 0;
+            /* the receiver's message gradients, in registers for all its edges */
+#pragma unroll
+            for (int m3 = 0; m3 < T::D3; m3++)
+                g[m3] = (ghost || !active) ? REAL(0)
+                                           : c.msg_at(GA, (uint32_t)i, (uint32_t)ga_stride, m3);
         }
         REAL v[DV];
 #pragma unroll
         for (int m2 = 0; m2 < DV; m2++)
             v[m2] = 0;
         if (active) {
-            REAL x[T::D1], y[T::D2], g[T::D3], gj[T::D3], dxr[T::D1], f[4], dr = 0;
+            REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], f[4], dr = 0;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++) {
                 x[m1] = xn[m1];
@@ -386,9 +391,6 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
             if (e + 1 < c.n)
                 fetch_sender<TAB>(c, e + 1, GA, ga_stride, row_ok, want_rev, rev_limit, xn, gjn,
                                   fn);
-#pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                g[m3] = ghost ? REAL(0) : c.msg_at(GA, (uint32_t)i, (uint32_t)ga_stride, m3);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
