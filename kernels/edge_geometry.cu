@@ -9,6 +9,15 @@
 
 namespace fnqcu {
 
+/* |r| of the edge vector r[3], and its direction nv = r / |r| */
+__device__ __forceinline__ double edge_direction(const double *r, double nv[3])
+{
+    const double d = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    for (int c = 0; c < 3; c++)
+        nv[c] = r[c] / d;
+    return d;
+}
+
 template <typename REAL>
 __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
                                      REAL *feat)
@@ -16,9 +25,8 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
         return;
-    const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
-    const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-    const double nv[3] = {r0 / d, r1 / d, r2 / d};
+    double nv[3];
+    const double d = edge_direction(edge_vec + 3 * e, nv);
     double y[kMaxSh];
     sh_eval(g, nv, y, nullptr);
     REAL *row = feat + e * (g.nsh + g.n_rfeat);
@@ -44,9 +52,8 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_e
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
         return;
-    const double r0 = edge_vec[3 * e], r1 = edge_vec[3 * e + 1], r2 = edge_vec[3 * e + 2];
-    const double d = sqrt(r0 * r0 + r1 * r1 + r2 * r2);
-    const double nv[3] = {r0 / d, r1 / d, r2 / d};
+    double nv[3];
+    const double d = edge_direction(edge_vec + 3 * e, nv);
     double y[kMaxSh], dyn[kMaxSh * 3];
     sh_eval(g, nv, y, dyn);
     const double *gy = ggeo + e * (g.nsh + g.n_rfeat), *gb = gy + g.nsh;

@@ -91,6 +91,17 @@ static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &
     return upload_real<REAL>(al, wt.data(), total, &d->wt);
 }
 
+/* The radial weight (column of the MLP's last layer) that padded column j holds in task
+ * order (task j / 32, lane j % 32; tasks: (path, first channel, lanes, ...)), or -1 for
+ * padding. */
+static int task_column_source(const struct fnq_layer &h, const std::vector<int4> &tasks, int j)
+{
+    const int t = j / 32, lane = j % 32;
+    if (t >= (int)tasks.size() || lane >= tasks[t].z)
+        return -1;
+    return h.paths[tasks[t].x].w_offset + tasks[t].y + lane;
+}
+
 constexpr double kTableMaxErrVal = 1e-7, kTableMaxErrSlope = 1e-5;
 
 /* The layer's radial weights tabulated over |r| (radial_table.h), columns in task order like
@@ -125,10 +136,9 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
     const int ld = d->ld_last;
     std::vector<double> tab((size_t)t.n_knots * 3 * ld, 0.0);
     for (int j = 0; j < ld; j++) {
-        const int task = j / 32, lane = j % 32;
-        if (task >= (int)tasks.size() || lane >= tasks[task].z)
+        const int src = task_column_source(h, tasks, j);
+        if (src < 0)
             continue;
-        const int src = h.paths[tasks[task].x].w_offset + tasks[task].y + lane;
         for (int k = 0; k < t.n_knots; k++) {
             const double w0 = t.val[(size_t)k * t.n_w + src];
             const double w1 = k + 1 < t.n_knots ? t.val[(size_t)(k + 1) * t.n_w + src] : w0;
@@ -265,10 +275,7 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
             for (int j = 0; j < ld; j++) {
                 int src = j; /* original column of padded column j */
                 if (k == K - 1) {
-                    const int t = j / 32, lane = j % 32;
-                    src = (t < (int)sorted.size() && lane < sorted[t].z)
-                              ? h.paths[sorted[t].x].w_offset + sorted[t].y + lane
-                              : -1;
+                    src = task_column_source(h, sorted, j);
                 } else if (j >= b) {
                     src = -1;
                 }
