@@ -36,7 +36,7 @@ template <typename REAL> struct BwdLayout {
     /* radial table mode: no MLP and no weight tiles; the dE/dY rows (one per edge and task
      * parity) have one more slot (nsh1 = nsh + 1) for dE/dt */
     bool table;
-    int nsh1, dyw_ld; /* dyw_ld: dE/dY row values per edge (per warp, or per task parity) */
+    int nsh1;
     size_t off_knot, off_c, off_dc;
     /* compact: the MLP's hidden layers keep only their last activation through the rounds;
      * the others live in the gradient tile while they are computed (free then), and after the
@@ -74,7 +74,6 @@ template <typename REAL> struct BwdLayout {
         compact = K >= 2 && first <= ldr && again <= 2 * ldr;
         table = L.rtab != nullptr;
         nsh1 = nsh + (table ? 1 : 0);
-        dyw_ld = table ? 2 * nsh1 : kWarps * nsh;
         size_t o = 0;
         auto take = [&](size_t bytes) {
             size_t at = (o + 31) & ~size_t(31);
@@ -87,7 +86,7 @@ template <typename REAL> struct BwdLayout {
             for (int k = 0; k < K; k++)
                 off_act[k] = off_pre[k] = off_act_again[k] = off_pre_again[k] = 0;
             off_r = off_dr = off_dh = off_m0 = off_m1 = 0; /* no weight tiles, no MLP */
-            off_dyw = take(sizeof(REAL) * EC * dyw_ld); /* per edge, per task parity */
+            off_dyw = take(sizeof(REAL) * EC * 2 * nsh1); /* per edge, per task parity */
             off_knot = take(sizeof(int) * EC);
             off_c = take(sizeof(REAL) * EC * 4);
             off_dc = take(sizeof(REAL) * EC * 4);
@@ -104,7 +103,7 @@ template <typename REAL> struct BwdLayout {
             off_r = take(sizeof(REAL) * EC * ldr);
             off_dr = take(sizeof(REAL) * EC * ldr);
             off_dh = take(sizeof(REAL) * EC * ld[K - 1]);
-            off_dyw = take(sizeof(REAL) * EC * dyw_ld);
+            off_dyw = take(sizeof(REAL) * EC * kWarps * nsh);
             if (compact) {
                 const size_t keep = o;
                 o = off_dr; /* the first pass: activations 0..K-2 in the gradient tile */
@@ -256,8 +255,13 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sC = (REAL *)(smem + lay.off_c), *sDC = (REAL *)(smem + lay.off_dc);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
-    if (TAB)
-        column_args_table<REAL>(ca, L, sKnot, sC, sDC);
+    if (TAB) {
+        ca.tab = L.rtab;
+        ca.tab_ld = L.ld_last;
+        ca.knot = shared_offset(sKnot);
+        ca.coef = shared_offset(sC);
+        ca.dcoef = shared_offset(sDC);
+    }
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
@@ -275,21 +279,30 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
-        for (int k = threadIdx.x; k < n * lay.dyw_ld; k += blockDim.x)
+        for (int k = threadIdx.x; TAB && k < n * 2 * lay.nsh1; k += blockDim.x)
             sDYw[k] = 0;
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            /* the two parities' dE/dY rows of each edge are summed after the passes */
-            const int parity = table_warp_edges<REAL>(ca, start, r0, nb, e0, n);
+            /* warp = (atom q, task parity), as in the forward kernel; the two parities' dE/dY
+             * rows of each edge are summed after the passes */
+            const int q = warp % kNB, parity = warp / kNB;
+            if (q < nb) {
+                ca.e_first = (int)(max(start[r0 + q], e0) - e0);
+                ca.n = (int)(min(start[r0 + q + 1], e0 + n) - e0);
+            } else {
+                ca.e_first = ca.n = 0;
+            }
             for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
                 const int4 tk = L.tasks[task];
                 column_backward_dispatch<true, REAL>(
                     ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga, a.ga_stride,
                     a.n_local, need_dx || GHOST, GHOST, 0,
-                    shared_offset(sDYw + parity * lay.nsh1), lay.dyw_ld, a.dxpart,
+                    shared_offset(sDYw + parity * lay.nsh1), 2 * lay.nsh1, a.dxpart,
                     a.dx_stride);
             }
+            ca.e_first = 0;
+            ca.n = n;
         }
         if (!TAB && !(a.skip & kSkipHidden))
             radial_mlp_hidden<REAL>(L, smem, lay.off_act, lay.compact ? nullptr : lay.off_pre,
@@ -298,6 +311,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         const REAL *hidden = (REAL *)(smem + lay.off_act[K - 1]);
         for (int k = threadIdx.x; !TAB && k < np * lay.ld[K - 1]; k += blockDim.x)
             sDH[k] = 0;
+        for (int k = threadIdx.x; !TAB && k < n * kWarps * lay.nsh; k += blockDim.x)
+            sDYw[k] = 0;
         for (int rd = 0; !TAB && rd < L.n_rounds; rd++) {
             const int2 round = L.rounds[rd];
             __syncthreads();
@@ -316,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                 column_backward_dispatch<false, REAL>(
                         ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
                         a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
-                        shared_offset(sDYw + warp * lay.nsh), lay.dyw_ld, a.dxpart,
+                        shared_offset(sDYw + warp * lay.nsh), kWarps * lay.nsh, a.dxpart,
                         a.dx_stride);
             }
             __syncthreads();
@@ -358,7 +373,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             __syncthreads();
             radial_mlp_hidden<REAL>(L, smem, lay.off_act_again, lay.off_pre_again, lay.ld, np,
                                     a.tf32, sDYw /* folded into sY above */,
-                                    lay.EC * lay.dyw_ld);
+                                    lay.EC * kWarps * lay.nsh);
             off_pre = lay.off_pre_again;
         }
         /* MLP hidden layers backward: d act[K-1] -> d basis */
@@ -382,7 +397,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             REAL *nx = which ? m1 : m0;
             block_gemm<REAL>(np, L.pad[k], L.pad[k + 1], cur, ldc, L.mlp_wtp[k], L.pad[k], nx,
                              lay.ldm, false, a.tf32, sDYw /* folded into sY above */,
-                             lay.EC * lay.dyw_ld);
+                             lay.EC * kWarps * lay.nsh);
             cur = nx;
             ldc = lay.ldm;
             which ^= 1;

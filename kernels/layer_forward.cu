@@ -95,8 +95,12 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     REAL *sC = (REAL *)(smem + lay.off_c);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
-    if (TAB)
-        column_args_table<REAL>(ca, L, sKnot, sC, nullptr);
+    if (TAB) {
+        ca.tab = L.rtab;
+        ca.tab_ld = L.ld_last;
+        ca.knot = shared_offset(sKnot);
+        ca.coef = shared_offset(sC);
+    }
 
     for (int64_t e0 = eb; e0 < ee; e0 += lay.EC) {
         const int n = (int)min((int64_t)lay.EC, ee - e0);
@@ -117,13 +121,23 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            const int parity = table_warp_edges<REAL>(ca, a.recv_start, r0, nb, e0, n);
+            /* warp = (atom q, task parity): the atom's edges of this chunk, every other task,
+             * so that a block runs two path functions at a time, not eight (instruction
+             * cache), and each receiver's sums still have one owner */
+            const int q = warp % kNB, parity = warp / kNB;
+            if (q < nb) {
+                ca.e_first = (int)(max(a.recv_start[r0 + q], e0) - e0);
+                ca.n = (int)(min(a.recv_start[r0 + q + 1], e0 + n) - e0);
+            } else {
+                ca.e_first = ca.n = 0;
+            }
             for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
                 const int4 tk = L.tasks[task];
                 if (lane < tk.z)
                     column_forward_dispatch<true, REAL>(ca, L.paths[tk.x], tk.y + lane,
                                                         tk.w + lane, a.A, a.a_stride);
             }
+            ca.e_first = 0;
             continue;
         }
         if (!(a.skip & kSkipHidden))

@@ -88,37 +88,6 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     return ca;
 }
 
-/* Radial table mode: the passes read weights from the layer's table, with the staged edges'
- * table rows and coefficients (radial_table.cuh; dcoef only in the backward). */
-template <typename REAL, typename Layer_>
-__device__ __forceinline__ void column_args_table(ColumnArgs<REAL> &ca, const Layer_ &L,
-                                                  const int *sKnot, const REAL *sC,
-                                                  const REAL *sDC)
-{
-    ca.tab = L.rtab;
-    ca.tab_ld = L.ld_last;
-    ca.knot = shared_offset(sKnot);
-    ca.coef = shared_offset(sC);
-    ca.dcoef = sDC ? shared_offset(sDC) : 0;
-}
-
-/* Radial table mode: warp = (atom q, task parity), so that a block runs two path functions at a
- * time, not eight (instruction cache), and each receiver's sums keep one owner. Sets the
- * warp's edges of the super-chunk [e0, e0 + n) (atom q's, by `start`) and returns its parity:
- * it runs tasks parity, parity + 2, ... */
-template <typename REAL>
-__device__ __forceinline__ int table_warp_edges(ColumnArgs<REAL> &ca, const int64_t *start,
-                                                int r0, int nb, int64_t e0, int n)
-{
-    const int warp = threadIdx.x >> 5, q = warp % kNB;
-    ca.e_first = ca.n = 0;
-    if (q < nb) {
-        ca.e_first = (int)(max(start[r0 + q], e0) - e0);
-        ca.n = (int)(min(start[r0 + q + 1], e0 + (int64_t)n) - e0);
-    }
-    return warp / kNB;
-}
-
 /* What a column pass reads in its edge loop, copied into registers once: the pass stores
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */
