@@ -72,13 +72,19 @@ def main():
         if p.returncode != 0 or not m:
             sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
         seconds, steps, atoms = float(m.group(1)), int(m.group(3)), int(m.group(4))
+        # LAMMPS' own breakdown (avg over ranks), ms per step: Pair holds our library call
+        parts = {}
+        for line in p.stdout.splitlines():
+            cols = [c.strip() for c in line.split("|")]
+            if len(cols) == 6 and cols[0] in ("Pair", "Neigh", "Comm", "Modify", "Output", "Other"):
+                parts[f"{cols[0].lower()}_ms"] = round(1000 * float(cols[2]) / steps, 2)
         print(json.dumps({
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
             "dtype": a.dtype, "device": a.device, "gpu": gpu_name() if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "threads_per_rank": threads, "atoms": atoms, "steps": steps,
             "ms_per_step": round(1000 * seconds / steps, 1),
-            "atom_steps_per_s": round(atoms * steps / seconds, 1)}), flush=True)
+            "atom_steps_per_s": round(atoms * steps / seconds, 1), **parts}), flush=True)
 
 
 main()

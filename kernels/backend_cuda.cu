@@ -20,6 +20,7 @@
 #include "assemble.cuh"
 #include "common.cuh"
 #include "edge_geometry.cuh"
+#include "edge_list.cuh"
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "model_upload.cuh"
@@ -108,6 +109,14 @@ template <typename REAL> struct State {
     DevBuf<double> wrap, min_d2;
     DevBuf<int64_t> bin_start, bin_atoms, atom_bin, counts, keys, ids;
     DevBuf<unsigned char> cub_tmp;
+    /* the caller's pairs (edge_list.cu) */
+    DevBuf<int64_t> pair_recv, pair_send;
+    DevBuf<double> pair_shift;
+    DevBuf<uint32_t> pair_keys, pair_ids, pair_keys_sorted, pair_ids_sorted;
+    DevBuf<int32_t> pair_counts; /* degree, from owned, sent: [3][n_local] */
+    DevBuf<unsigned long long> pair_min_d2; /* [n_local + 1]: the last is the first bad pair */
+    std::vector<int32_t> host_pair_counts;
+    std::vector<unsigned long long> host_pair_min_d2;
     /* ghost exchange */
     DevBuf<int64_t> ghost_owner, owner_ghost_start, owner_ghosts;
     std::vector<REAL> host_rows;
@@ -146,6 +155,9 @@ template <typename REAL> static void state_free(State<REAL> *s)
     release(s->atom_bin), release(s->counts), release(s->keys), release(s->ids);
     release(s->cub_tmp), release(s->ghost_owner), release(s->owner_ghost_start);
     release(s->owner_ghosts);
+    release(s->pair_recv), release(s->pair_send), release(s->pair_shift);
+    release(s->pair_keys), release(s->pair_ids), release(s->pair_keys_sorted);
+    release(s->pair_ids_sorted), release(s->pair_counts), release(s->pair_min_d2);
     model_release(&s->dm);
     if (s->stream)
         cudaStreamDestroy(s->stream);
@@ -610,7 +622,12 @@ template <typename REAL>
 static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
                                  const struct fnq_exchange *x, struct fnq_results *out)
 {
-    const bool can_record = na == nl && !s->debug_layers && getenv("FNQ_NO_CUDA_GRAPH") == nullptr;
+    /* ghosts by an owner map are device gathers and can be recorded; the caller's callbacks
+     * work on the host between kernels and cannot */
+    if (na > nl && !x->comm)
+        FNQ_CHECK(upload_owner_map<REAL>(s, x));
+    const bool can_record =
+        !x->comm && !s->debug_layers && getenv("FNQ_NO_CUDA_GRAPH") == nullptr;
     if (can_record) {
         const int64_t key[4] = {nl, na, ne, s->epoch};
         if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
@@ -631,8 +648,6 @@ static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t
         }
         FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
     } else {
-        if (na > nl && !x->comm)
-            FNQ_CHECK(upload_owner_map<REAL>(s, x));
         FNQ_CHECK(enqueue_model<REAL>(s, nl, na, ne, x));
     }
     double totals[7];
@@ -674,6 +689,104 @@ static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->send_edges.p, g->send_edges, sizeof(int64_t) * ne, cudaMemcpyHostToDevice, st));
     s->launches_nl = 0;
     return run_model<REAL>(s, nl, na, ne, x, out);
+}
+
+/* The caller's pairs, sorted and indexed on the GPU (edge_list.cuh): the same graph as
+ * fnq__graph_from_edges builds on the host. */
+template <typename REAL>
+static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
+                                     const struct fnq_limits *lim, const struct fnq_exchange *x,
+                                     struct fnq_results *out, int64_t *n_edges)
+{
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    const int64_t nl = in->n_local, na = in->n_all, np = in->n_edges;
+    FNQ_CHECK(fnq__check_positions(na, in->pos));
+    int *ep = &s->epoch;
+    cudaStream_t st = s->stream;
+    const char *what = "the caller's neighbour list";
+    FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
+    FNQ_CHECK(ensure(s->pair_recv, np, what, ep));
+    FNQ_CHECK(ensure(s->pair_send, np, what, ep));
+    if (in->shift)
+        FNQ_CHECK(ensure(s->pair_shift, 3 * np, what, ep));
+    FNQ_CHECK(ensure(s->pair_keys, np, what, ep));
+    FNQ_CHECK(ensure(s->pair_ids, np, what, ep));
+    FNQ_CHECK(ensure(s->pair_keys_sorted, np, what, ep));
+    FNQ_CHECK(ensure(s->pair_ids_sorted, np, what, ep));
+    FNQ_CHECK(ensure(s->pair_counts, 3 * nl, what, ep));
+    FNQ_CHECK(ensure(s->pair_min_d2, nl + 1, what, ep));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_recv.p, in->recv, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
+    if (in->shift)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_shift.p, in->shift, sizeof(double) * 3 * np, cudaMemcpyHostToDevice, st));
+    EdgeListArgs a;
+    memset(&a, 0, sizeof(a));
+    a.n_local = nl, a.n_all = na, a.n_in = np;
+    a.pos = s->pos.p, a.recv = s->pair_recv.p, a.send = s->pair_send.p;
+    a.shift = in->shift ? s->pair_shift.p : nullptr;
+    a.rc2 = lim->cutoff * lim->cutoff;
+    a.keys = s->pair_keys.p, a.ids = s->pair_ids.p;
+    a.keys_sorted = s->pair_keys_sorted.p, a.ids_sorted = s->pair_ids_sorted.p;
+    a.degree = s->pair_counts.p, a.from_owned = a.degree + nl, a.sent = a.degree + 2 * nl;
+    a.min_d2 = s->pair_min_d2.p, a.first_bad = a.min_d2 + nl;
+    FNQ_CUDA_CHECK(edge_list_scan_launch(a, st));
+    s->host_pair_counts.resize(3 * nl + 1);
+    s->host_pair_min_d2.resize(nl + 1);
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_pair_counts.data(), a.degree, sizeof(int32_t) * 3 * nl, cudaMemcpyDeviceToHost, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_pair_min_d2.data(), a.min_d2, sizeof(unsigned long long) * (nl + 1), cudaMemcpyDeviceToHost, st));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(st));
+
+    /* limits, full list: on a violation the host builder finds the pair and words the message */
+    const int32_t *deg = s->host_pair_counts.data(), *from_owned = deg + nl, *sent = deg + 2 * nl;
+    const double md2 = lim->min_distance * lim->min_distance;
+    bool bad = s->host_pair_min_d2[nl] != ~0ull;
+    std::vector<int64_t> &starts = s->host_counts;
+    starts.resize(nl + 1);
+    int64_t total = 0;
+    for (int64_t i = 0; i < nl; i++) {
+        double d2;
+        memcpy(&d2, &s->host_pair_min_d2[i], sizeof(d2));
+        bad |= deg[i] > lim->max_neighbors || (deg[i] > 0 && (d2 < md2 || d2 == 0.0)) ||
+               from_owned[i] != sent[i];
+        starts[i] = total;
+        total += deg[i];
+    }
+    starts[nl] = total;
+    if (bad) {
+        struct fnq_graph_buf tmp;
+        memset(&tmp, 0, sizeof(tmp));
+        enum fnq_status status = fnq__graph_from_edges(&tmp, nl, na, in->pos, in->species, np,
+                                                       in->recv, in->send, in->shift, lim);
+        fnq__graph_buf_free(&tmp);
+        return status != FNQ_STATUS_OK
+                   ? status
+                   : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+    }
+
+    FNQ_CHECK(reserve<REAL>(s, nl, na, total));
+    if (x->comm) /* the exchange path, with or without ghosts here */
+        FNQ_CHECK(ensure(s->dh1, (size_t)na * s->dm.max_in, "sender-feature gradients", ep));
+    FNQ_CHECK(ensure(s->keys, total, what, ep));
+    FNQ_CHECK(ensure(s->ids, total, what, ep));
+    size_t sort_bytes = 0, index_bytes = 0;
+    FNQ_CUDA_CHECK(edge_list_sort_launch(a, nullptr, &sort_bytes, st));
+    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, na, s->keys.p, s->ids.p,
+                                       s->send_edges.p, s->send_start.p, nullptr, &index_bytes, st));
+    size_t tmp_bytes = std::max(sort_bytes, index_bytes);
+    FNQ_CHECK(ensure(s->cub_tmp, tmp_bytes + 16, what, ep));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * na, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
+    a.edge_recv = s->edge_recv.p, a.edge_send = s->edge_send.p, a.edge_vec = s->edge_vec.p;
+    FNQ_CUDA_CHECK(edge_list_sort_launch(a, s->cub_tmp.p, &tmp_bytes, st));
+    FNQ_CUDA_CHECK(edge_list_fill_launch(a, total, st));
+    tmp_bytes = std::max(sort_bytes, index_bytes);
+    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, na, s->keys.p, s->ids.p,
+                                       s->send_edges.p, s->send_start.p, s->cub_tmp.p, &tmp_bytes, st));
+    /* zero + scan, sort, fill, iota + sort + starts (a CUB sort counts as one) */
+    s->launches_nl = 2 + (np > 0 ? 1 : 0) + (total > 0 ? 4 : 1);
+    *n_edges = total;
+    return run_model<REAL>(s, nl, na, total, x, out);
 }
 
 template <typename REAL>
@@ -854,6 +967,16 @@ static enum fnq_status cuda_compute_periodic(void *p, int64_t n, const double *p
                                   lim, out, n_edges);
 }
 
+static enum fnq_status cuda_compute_edges(void *p, const struct fnq_edge_input *in,
+                                          const struct fnq_limits *lim, const struct fnq_exchange *x,
+                                          struct fnq_results *out, int64_t *n_edges)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    return b->dtype == FNQ_DTYPE_F64
+               ? compute_edges(static_cast<State<double> *>(b->impl), in, lim, x, out, n_edges)
+               : compute_edges(static_cast<State<float> *>(b->impl), in, lim, x, out, n_edges);
+}
+
 static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
 {
     CudaBackend *b = static_cast<CudaBackend *>(p);
@@ -866,8 +989,10 @@ static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
     }
 }
 
-static const struct fnq_backend_i backend_cuda = {"cuda", cuda_init, cuda_free, cuda_compute,
-                                                  cuda_compute_periodic, cuda_launch_counts};
+static const struct fnq_backend_i backend_cuda = {"cuda",        cuda_init,
+                                                  cuda_free,     cuda_compute,
+                                                  cuda_compute_periodic, cuda_compute_edges,
+                                                  cuda_launch_counts};
 
 extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(void) { return &backend_cuda; }
 

@@ -49,6 +49,15 @@ enum fnq_status fnq__exchange_reverse(const struct fnq_exchange *x, void *rows, 
 
 struct fnq_limits; /* graph.h */
 
+/* The caller's pairs as given to fnq_ctx_compute_graph (host arrays). */
+struct fnq_edge_input {
+    int64_t n_local, n_all, n_edges;
+    const double *pos;       /* [n_all*3] */
+    const int32_t *species;  /* [n_all] */
+    const int64_t *recv, *send;
+    const double *shift;     /* [n_edges*3] or NULL */
+};
+
 struct fnq_backend_i {
     const char *name;
     /* per-context state: weights in the backend's precision, buffers */
@@ -63,6 +72,12 @@ struct fnq_backend_i {
                                         const int32_t *species, const double *cell,
                                         const int32_t *pbc, const struct fnq_limits *lim,
                                         struct fnq_results *out, int64_t *n_edges);
+    /* (optional) build the graph from the caller's pairs itself: the edges, their order and
+     * vectors, and the error messages of fnq__graph_from_edges. NULL: the context builds it on
+     * the host and calls compute. *n_edges receives the number of edges kept. */
+    enum fnq_status (*compute_edges)(void *state, const struct fnq_edge_input *in,
+                                     const struct fnq_limits *lim, const struct fnq_exchange *x,
+                                     struct fnq_results *out, int64_t *n_edges);
     /* (optional) kernel launches of the last evaluation: model part, neighbour-list part */
     void (*launch_counts)(void *state, int32_t *model, int32_t *neighbor_list);
 };

@@ -151,8 +151,10 @@ static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const
     return FNQ_STATUS_OK;
 }
 
-/* x == NULL: periodic evaluation by the backend's own neighbour list */
-static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x, double *energy,
+/* x == NULL: periodic evaluation by the backend's own neighbour list; edges: the caller's
+ * pairs, turned into the graph by the backend */
+static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x,
+                           const struct fnq_edge_input *edges, double *energy,
                            double *atom_energies, double *forces, double *virial,
                            double *atom_virial, int64_t n, const double *pos,
                            const int32_t *species, const double *cell, const int32_t *pbc)
@@ -162,7 +164,10 @@ static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x, do
     r.atom_energies = atom_energies;
     r.forces = forces;
     r.atom_virial = atom_virial;
-    if (x) {
+    if (edges) {
+        FNQ_CHECK(ctx->backend->compute_edges(ctx->state, edges, &ctx->limits, x, &r,
+                                              &ctx->last_edges));
+    } else if (x) {
         FNQ_CHECK(ctx->backend->compute(ctx->state, &ctx->graph.g, x, &r));
         ctx->last_edges = ctx->graph.g.n_edges;
     } else {
@@ -192,12 +197,13 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
                          "negative atom count");
     FNQ_CHECK(check_species(ctx->model, n_atoms, species));
     if (ctx->backend->compute_periodic)
-        return run(ctx, NULL, energy, atom_energies, forces, virial, NULL, n_atoms, positions,
+        return run(ctx, NULL, NULL, energy, atom_energies, forces, virial, NULL, n_atoms, positions,
                    species, cell, pbc);
     FNQ_CHECK(fnq__graph_from_cell(&ctx->graph, n_atoms, positions, species, cell, pbc,
                                    &ctx->limits));
     struct fnq_exchange x = {NULL, NULL, n_atoms, n_atoms};
-    return run(ctx, &x, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL, NULL);
+    return run(ctx, &x, NULL, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
+               NULL);
 }
 
 enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int64_t n_all,
@@ -230,9 +236,19 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
                                  (long long)(n_local + k), (long long)ghost_owner[k],
                                  (long long)(n_local - 1));
     FNQ_CHECK(check_species(ctx->model, n_all, species));
+    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, ghost_owner, n_local, n_all};
+    /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
+     * the host); FNQ_HOST_GRAPH=1 keeps it on the host (tests compare both) */
+    const char *host_graph = getenv("FNQ_HOST_GRAPH");
+    if (ctx->backend->compute_edges && n_edges <= INT32_MAX && n_all < INT32_MAX &&
+        !(host_graph && strcmp(host_graph, "1") == 0)) {
+        const struct fnq_edge_input in = {n_local,   n_all,     n_edges,   positions,
+                                          species,   edge_recv, edge_send, edge_shift};
+        return run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
+                   NULL, NULL, NULL);
+    }
     FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
                                     edge_recv, edge_send, edge_shift, &ctx->limits));
-    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, ghost_owner, n_local, n_all};
-    return run(ctx, &x, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL, NULL,
+    return run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL, NULL,
                NULL);
 }

@@ -7,8 +7,11 @@
  *   - bitwise identical energy and forces over 5 runs, and in a fresh context;
  *   - kernel launches per evaluation <= 2 per layer + 6;
  *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
+ *   - a caller's list (shuffled, with pairs beyond the cutoff) sorted on the GPU gives bitwise
+ *     the results of the same list sorted on the host, and the same error messages;
  *   - a system too large for the GPU fails with a message, and the context still works.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "fnq_test.h"
 
 static int have_gpu(const struct fnq_model *m)
@@ -312,6 +315,169 @@ static void check_ghost_path(void)
     fnq_model_free(m);
 }
 
+/* Periodic pairs within `reach` by brute force over images -1..1, shuffled: receivers, senders
+ * and Cartesian shifts, as an ASE or matscipy list would give them (but in no order). */
+static int64_t periodic_pairs(const struct test_structure *s, double reach, int64_t **recv,
+                              int64_t **send, double **shift)
+{
+    int64_t cap = 64, n = 0;
+    *recv = malloc(sizeof(int64_t) * (size_t)cap);
+    *send = malloc(sizeof(int64_t) * (size_t)cap);
+    *shift = malloc(sizeof(double) * 3 * (size_t)cap);
+    for (int64_t i = 0; i < s->n; i++)
+        for (int64_t j = 0; j < s->n; j++)
+            for (int a = -1; a <= 1; a++)
+                for (int b = -1; b <= 1; b++)
+                    for (int c = -1; c <= 1; c++) {
+                        double t[3], d2 = 0.0;
+                        for (int k = 0; k < 3; k++) {
+                            t[k] = a * s->cell[k] + b * s->cell[3 + k] + c * s->cell[6 + k];
+                            const double d = s->pos[3 * j + k] - s->pos[3 * i + k] + t[k];
+                            d2 += d * d;
+                        }
+                        if (d2 >= reach * reach || (i == j && !a && !b && !c))
+                            continue;
+                        if (n == cap) {
+                            cap *= 2;
+                            *recv = realloc(*recv, sizeof(int64_t) * (size_t)cap);
+                            *send = realloc(*send, sizeof(int64_t) * (size_t)cap);
+                            *shift = realloc(*shift, sizeof(double) * 3 * (size_t)cap);
+                        }
+                        (*recv)[n] = i, (*send)[n] = j;
+                        memcpy(*shift + 3 * n, t, sizeof(t));
+                        n++;
+                    }
+    for (int64_t q = n - 1; q > 0; q--) { /* Fisher-Yates with the tests' generator */
+        const int64_t r = (int64_t)(test_rand() * (double)(q + 1)) % (q + 1);
+        int64_t tmp = (*recv)[q];
+        (*recv)[q] = (*recv)[r], (*recv)[r] = tmp;
+        tmp = (*send)[q];
+        (*send)[q] = (*send)[r], (*send)[r] = tmp;
+        double ts[3];
+        memcpy(ts, *shift + 3 * q, sizeof(ts));
+        memcpy(*shift + 3 * q, *shift + 3 * r, sizeof(ts));
+        memcpy(*shift + 3 * r, ts, sizeof(ts));
+    }
+    return n;
+}
+
+/* One fnq_ctx_compute_graph with the graph built on the GPU or (FNQ_HOST_GRAPH=1) the host;
+ * the status, and the message on failure */
+static enum fnq_status graph_eval(struct fnq_ctx *c, int host, const struct test_structure *s,
+                                  int64_t ne, const int64_t *recv, const int64_t *send,
+                                  const double *shift, double *e, double *f, double *v,
+                                  char *message, size_t message_len)
+{
+    if (host)
+        setenv("FNQ_HOST_GRAPH", "1", 1);
+    enum fnq_status st = fnq_ctx_compute_graph(c, s->n, s->n, s->pos, s->species, ne, recv, send,
+                                               shift, NULL, e, NULL, f, v, NULL);
+    unsetenv("FNQ_HOST_GRAPH");
+    snprintf(message, message_len, "%s", st == FNQ_STATUS_OK ? "" : fnq_last_error());
+    return st;
+}
+
+static void check_caller_list(const struct test_structure *si, int bad_lists)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    int64_t *recv, *send;
+    double *shift;
+    const int64_t ne = periodic_pairs(si, fnq_model_cutoff(m) + 1.0, &recv, &send, &shift);
+    double *f[2];
+    char msg[2][1024];
+    for (int dt = 0; dt < 2; dt++) {
+        struct fnq_ctx *c;
+        CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &c));
+        double e[2], v[2][6];
+        for (int host = 0; host < 2; host++) {
+            f[host] = malloc(sizeof(double) * 3 * (size_t)si->n);
+            CHECK_OK(graph_eval(c, host, si, ne, recv, send, shift, &e[host], f[host], v[host],
+                                msg[host], sizeof(msg[host])));
+        }
+        const int same = e[0] == e[1] && memcmp(v[0], v[1], sizeof(v[0])) == 0 &&
+                         memcmp(f[0], f[1], sizeof(double) * 3 * (size_t)si->n) == 0;
+        int32_t nl = 0;
+        fnq_ctx_last_kernel_launches(c, &nl);
+        printf("caller's list (%lld atoms, %lld pairs, shuffled, cutoff + 1 A) %s: sorted on the GPU and on "
+               "the host bitwise identical: %s (E = %.10f eV)\n",
+               (long long)si->n, (long long)ne, dt ? "float64" : "float32", same ? "yes" : "NO", e[0]);
+        CHECK(same, "caller's list: the GPU-built graph gives other results than the host's");
+        free(f[0]), free(f[1]);
+        fnq_ctx_free(c);
+    }
+
+    if (!bad_lists) {
+        free(recv), free(send), free(shift);
+        fnq_model_free(m);
+        return;
+    }
+    /* bad lists: the GPU path reports what the host path reports, and the context recovers */
+    struct fnq_ctx *c;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c));
+    int64_t kept = 0; /* a pair inside the cutoff */
+    for (int64_t q = 0; q < ne; q++) {
+        double d2 = 0.0;
+        for (int k = 0; k < 3; k++) {
+            const double d = si->pos[3 * send[q] + k] - si->pos[3 * recv[q] + k] + shift[3 * q + k];
+            d2 += d * d;
+        }
+        if (d2 < 9.0) {
+            kept = q;
+            break;
+        }
+    }
+    const char *expect[4] = {"receiver", "not full", "closer than", "more than the limit"};
+    for (int bad = 0; bad < 4; bad++) {
+        struct test_structure t = *si;
+        double *pos = malloc(sizeof(double) * 3 * (size_t)si->n);
+        memcpy(pos, si->pos, sizeof(double) * 3 * (size_t)si->n);
+        t.pos = pos;
+        int64_t *r = malloc(sizeof(int64_t) * (size_t)ne);
+        memcpy(r, recv, sizeof(int64_t) * (size_t)ne);
+        int64_t n_pairs = ne;
+        if (bad == 0)
+            r[ne / 2] = si->n; /* not an atom */
+        if (bad == 1) {        /* one direction of a pair missing */
+            memmove(r + kept, r + kept + 1, sizeof(int64_t) * (size_t)(ne - kept - 1));
+            n_pairs = ne - 1;
+        }
+        if (bad == 2) /* atom 5 onto its neighbour 4 */
+            for (int k = 0; k < 3; k++)
+                pos[3 * 5 + k] = pos[3 * 4 + k] + 0.05;
+        fnq_ctx_set_max_neighbors(c, bad == 3 ? 20 : 1024);
+        /* the send array shifted alike for the removed pair */
+        int64_t *sd = malloc(sizeof(int64_t) * (size_t)ne);
+        double *sh = malloc(sizeof(double) * 3 * (size_t)ne);
+        memcpy(sd, send, sizeof(int64_t) * (size_t)ne);
+        memcpy(sh, shift, sizeof(double) * 3 * (size_t)ne);
+        if (bad == 1) {
+            memmove(sd + kept, sd + kept + 1, sizeof(int64_t) * (size_t)(ne - kept - 1));
+            memmove(sh + 3 * kept, sh + 3 * (kept + 1), sizeof(double) * 3 * (size_t)(ne - kept - 1));
+        }
+        enum fnq_status st[2];
+        double e0, v0[6];
+        double *ff = malloc(sizeof(double) * 3 * (size_t)si->n);
+        for (int host = 0; host < 2; host++)
+            st[host] = graph_eval(c, host, &t, n_pairs, r, sd, sh, &e0, ff, v0, msg[host],
+                                  sizeof(msg[host]));
+        printf("bad list %d (GPU path): %s\n", bad, msg[0]);
+        CHECK(st[0] == FNQ_STATUS_INVALID_ARG && st[0] == st[1] && strcmp(msg[0], msg[1]) == 0 &&
+                  strstr(msg[0], expect[bad]),
+              "bad list %d: GPU path said \"%s\", host path \"%s\" (expected \"%s\")", bad, msg[0],
+              msg[1], expect[bad]);
+        free(ff), free(sd), free(sh), free(r), free(pos);
+    }
+    fnq_ctx_set_max_neighbors(c, 1024);
+    double e, v[6], *ff = malloc(sizeof(double) * 3 * (size_t)si->n);
+    CHECK(graph_eval(c, 0, si, ne, recv, send, shift, &e, ff, v, msg[0], sizeof(msg[0])) ==
+              FNQ_STATUS_OK,
+          "the context did not recover after bad lists: %s", msg[0]);
+    free(ff);
+    fnq_ctx_free(c);
+    free(recv), free(send), free(shift);
+    fnq_model_free(m);
+}
+
 static void check_out_of_memory(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -349,6 +515,8 @@ int main(void)
                               test_species(m, "Al")};
     const double cell[9] = {13.0, 0.0, 0.0, 2.4, 12.1, 0.0, -1.9, 1.7, 12.6};
     test_random_structure(&tri, 180, cell, pbc, kinds, 7, 1.9);
+    struct test_structure small;
+    diamond(&small, m, 4, 0.1);
     fnq_model_free(m);
 
     check_model("nequix-mp-1", &si, &tri);
@@ -356,6 +524,9 @@ int main(void)
     check_published();
     check_determinism_and_launches(&si);
     check_ghost_path();
+    check_caller_list(&small, 1);
+    check_caller_list(&tri, 0);
+    test_structure_free(&small);
     check_out_of_memory();
     test_structure_free(&si), test_structure_free(&tri);
     return test_finish("gpu");
