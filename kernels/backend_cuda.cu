@@ -12,6 +12,7 @@
  * for the caller's MPI callbacks) and the backward epilogue runs as its own kernel.
  */
 #include <algorithm>
+#include <chrono>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,7 @@ template <typename REAL> struct State {
     DevBuf<int64_t> bin_start, bin_atoms, atom_bin, counts, keys, ids;
     DevBuf<unsigned char> cub_tmp;
     /* the caller's pairs (edge_list.cu) */
-    DevBuf<int64_t> pair_recv, pair_send;
+    DevBuf<int64_t> pair_recv, pair_send, pair_owner;
     DevBuf<double> pair_shift;
     DevBuf<uint32_t> pair_keys, pair_ids, pair_keys_sorted, pair_ids_sorted;
     DevBuf<int32_t> pair_counts; /* degree, from owned, sent: [3][n_local] */
@@ -128,6 +129,12 @@ template <typename REAL> struct State {
     int64_t graph_key[4] = {-1, -1, -1, -1};
     int launches_model = 0, launches_nl = 0;
     bool debug_layers = false;
+    /* FNQ_TIMING=1: wall-clock per phase, summed over calls and printed when the context is
+     * freed (graph: uploads and the neighbour list; model: the kernels; results: downloads) */
+    bool timing = false;
+    int64_t timed_calls = 0;
+    double t_graph = 0, t_model = 0, t_results = 0;
+    std::chrono::steady_clock::time_point t_mark;
     int tf32 = 0; /* FNQ_TF32=1: tensor cores (3xTF32) for the radial-MLP GEMMs */
     int skip = 0; /* FNQ_SKIP: stages left out, for timing only (kSkip* in model_dev.cuh) */
 };
@@ -137,6 +144,11 @@ template <typename REAL> static void state_free(State<REAL> *s)
     if (!s)
         return;
     cudaSetDevice(s->device);
+    if (s->timing && s->timed_calls > 0)
+        fprintf(stderr, "fusednequip cuda timing: %lld calls, mean ms per call: graph %.3f, model "
+                        "%.3f, results %.3f\n",
+                (long long)s->timed_calls, 1e3 * s->t_graph / s->timed_calls,
+                1e3 * s->t_model / s->timed_calls, 1e3 * s->t_results / s->timed_calls);
     if (s->graph)
         cudaGraphExecDestroy(s->graph);
     release(s->species), release(s->pos), release(s->edge_vec), release(s->edge_grad);
@@ -155,7 +167,7 @@ template <typename REAL> static void state_free(State<REAL> *s)
     release(s->atom_bin), release(s->counts), release(s->keys), release(s->ids);
     release(s->cub_tmp), release(s->ghost_owner), release(s->owner_ghost_start);
     release(s->owner_ghosts);
-    release(s->pair_recv), release(s->pair_send), release(s->pair_shift);
+    release(s->pair_recv), release(s->pair_send), release(s->pair_owner), release(s->pair_shift);
     release(s->pair_keys), release(s->pair_ids), release(s->pair_keys_sorted);
     release(s->pair_ids_sorted), release(s->pair_counts), release(s->pair_min_d2);
     model_release(&s->dm);
@@ -255,6 +267,7 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
     State<REAL> *s = new State<REAL>();
     s->device = device_id;
     s->debug_layers = getenv("FNQ_DEBUG_LAYERS") != nullptr;
+    s->timing = getenv("FNQ_TIMING") && strcmp(getenv("FNQ_TIMING"), "1") == 0;
     if (const char *v = getenv("FNQ_SKIP")) {
         s->skip = atoi(v);
         if (s->skip)
@@ -617,11 +630,29 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
     return FNQ_STATUS_OK;
 }
 
+/* FNQ_TIMING: close the phase that began at the last mark (after the stream drains) */
+template <typename REAL> static void phase_end(State<REAL> *s, double *acc)
+{
+    if (!s->timing)
+        return;
+    cudaStreamSynchronize(s->stream);
+    const auto now = std::chrono::steady_clock::now();
+    *acc += std::chrono::duration<double>(now - s->t_mark).count();
+    s->t_mark = now;
+}
+
+template <typename REAL> static void phase_start(State<REAL> *s)
+{
+    if (s->timing)
+        s->t_mark = std::chrono::steady_clock::now();
+}
+
 /* Run the model (through a recorded graph when possible) and fetch the results. */
 template <typename REAL>
 static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
                                  const struct fnq_exchange *x, struct fnq_results *out)
 {
+    phase_end(s, &s->t_graph);
     /* ghosts by an owner map are device gathers and can be recorded; the caller's callbacks
      * work on the host between kernels and cannot */
     if (na > nl && !x->comm)
@@ -650,6 +681,7 @@ static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t
     } else {
         FNQ_CHECK(enqueue_model<REAL>(s, nl, na, ne, x));
     }
+    phase_end(s, &s->t_model);
     double totals[7];
     FNQ_CUDA_CHECK(cudaMemcpyAsync(totals, s->totals.p, sizeof(totals), cudaMemcpyDeviceToHost,
                                    s->stream));
@@ -663,6 +695,8 @@ static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t
         FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_virial, s->atom_virial.p, sizeof(double) * 6 * na,
                                        cudaMemcpyDeviceToHost, s->stream));
     FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    phase_end(s, &s->t_results);
+    s->timed_calls++;
     out->energy = totals[0];
     memcpy(out->virial, totals + 1, sizeof(out->virial));
     return FNQ_STATUS_OK;
@@ -674,6 +708,7 @@ template <typename REAL>
 static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
                                      const struct fnq_exchange *x, struct fnq_results *out)
 {
+    phase_start(s);
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = g->n_local, na = g->n_all, ne = g->n_edges;
     FNQ_CHECK(reserve<REAL>(s, nl, na, ne));
@@ -698,8 +733,10 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
                                      const struct fnq_limits *lim, const struct fnq_exchange *x,
                                      struct fnq_results *out, int64_t *n_edges)
 {
+    phase_start(s);
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = in->n_local, na = in->n_all, np = in->n_edges;
+    const int64_t nm = in->ghost_owner ? nl : na; /* the model's atoms: ghosts folded or not */
     FNQ_CHECK(fnq__check_positions(na, in->pos));
     int *ep = &s->epoch;
     cudaStream_t st = s->stream;
@@ -709,6 +746,8 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CHECK(ensure(s->pair_send, np, what, ep));
     if (in->shift)
         FNQ_CHECK(ensure(s->pair_shift, 3 * np, what, ep));
+    if (in->ghost_owner)
+        FNQ_CHECK(ensure(s->pair_owner, na - nl, what, ep));
     FNQ_CHECK(ensure(s->pair_keys, np, what, ep));
     FNQ_CHECK(ensure(s->pair_ids, np, what, ep));
     FNQ_CHECK(ensure(s->pair_keys_sorted, np, what, ep));
@@ -720,11 +759,14 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
     if (in->shift)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_shift.p, in->shift, sizeof(double) * 3 * np, cudaMemcpyHostToDevice, st));
+    if (in->ghost_owner)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_owner.p, in->ghost_owner, sizeof(int64_t) * (na - nl), cudaMemcpyHostToDevice, st));
     EdgeListArgs a;
     memset(&a, 0, sizeof(a));
     a.n_local = nl, a.n_all = na, a.n_in = np;
     a.pos = s->pos.p, a.recv = s->pair_recv.p, a.send = s->pair_send.p;
     a.shift = in->shift ? s->pair_shift.p : nullptr;
+    a.owner = in->ghost_owner ? s->pair_owner.p : nullptr;
     a.rc2 = lim->cutoff * lim->cutoff;
     a.keys = s->pair_keys.p, a.ids = s->pair_ids.p;
     a.keys_sorted = s->pair_keys_sorted.p, a.ids_sorted = s->pair_ids_sorted.p;
@@ -757,36 +799,37 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
         struct fnq_graph_buf tmp;
         memset(&tmp, 0, sizeof(tmp));
         enum fnq_status status = fnq__graph_from_edges(&tmp, nl, na, in->pos, in->species, np,
-                                                       in->recv, in->send, in->shift, lim);
+                                                       in->recv, in->send, in->shift,
+                                                       in->ghost_owner, lim);
         fnq__graph_buf_free(&tmp);
         return status != FNQ_STATUS_OK
                    ? status
                    : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
     }
 
-    FNQ_CHECK(reserve<REAL>(s, nl, na, total));
+    FNQ_CHECK(reserve<REAL>(s, nl, nm, total));
     if (x->comm) /* the exchange path, with or without ghosts here */
-        FNQ_CHECK(ensure(s->dh1, (size_t)na * s->dm.max_in, "sender-feature gradients", ep));
+        FNQ_CHECK(ensure(s->dh1, (size_t)nm * s->dm.max_in, "sender-feature gradients", ep));
     FNQ_CHECK(ensure(s->keys, total, what, ep));
     FNQ_CHECK(ensure(s->ids, total, what, ep));
     size_t sort_bytes = 0, index_bytes = 0;
     FNQ_CUDA_CHECK(edge_list_sort_launch(a, nullptr, &sort_bytes, st));
-    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, na, s->keys.p, s->ids.p,
+    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, nm, s->keys.p, s->ids.p,
                                        s->send_edges.p, s->send_start.p, nullptr, &index_bytes, st));
     size_t tmp_bytes = std::max(sort_bytes, index_bytes);
     FNQ_CHECK(ensure(s->cub_tmp, tmp_bytes + 16, what, ep));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * na, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * nm, cudaMemcpyHostToDevice, st));
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
     a.edge_recv = s->edge_recv.p, a.edge_send = s->edge_send.p, a.edge_vec = s->edge_vec.p;
     FNQ_CUDA_CHECK(edge_list_sort_launch(a, s->cub_tmp.p, &tmp_bytes, st));
     FNQ_CUDA_CHECK(edge_list_fill_launch(a, total, st));
     tmp_bytes = std::max(sort_bytes, index_bytes);
-    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, na, s->keys.p, s->ids.p,
+    FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, nm, s->keys.p, s->ids.p,
                                        s->send_edges.p, s->send_start.p, s->cub_tmp.p, &tmp_bytes, st));
     /* zero + scan, sort, fill, iota + sort + starts (a CUB sort counts as one) */
     s->launches_nl = 2 + (np > 0 ? 1 : 0) + (total > 0 ? 4 : 1);
     *n_edges = total;
-    return run_model<REAL>(s, nl, na, total, x, out);
+    return run_model<REAL>(s, nl, nm, total, x, out);
 }
 
 template <typename REAL>
@@ -795,6 +838,7 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
                                         const int32_t *pbc, const struct fnq_limits *lim,
                                         struct fnq_results *out, int64_t *n_edges)
 {
+    phase_start(s);
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     FNQ_CHECK(fnq__check_positions(n, pos));
     struct fnq_cell_grid grid;

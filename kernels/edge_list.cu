@@ -22,6 +22,12 @@ __device__ __forceinline__ double pair_vector(const EdgeListArgs &a, int64_t e, 
     return __dadd_rn(__dadd_rn(__dmul_rn(r[0], r[0]), __dmul_rn(r[1], r[1])), __dmul_rn(r[2], r[2]));
 }
 
+/* the graph's sender: a ghost folded onto its owner (graph.h, fnq__sender_of) */
+__device__ __forceinline__ int64_t sender_of(const EdgeListArgs &a, int64_t j)
+{
+    return a.owner && j >= a.n_local ? a.owner[j - a.n_local] : j;
+}
+
 __global__ void edge_list_zero_kernel(EdgeListArgs a)
 {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -53,9 +59,10 @@ __global__ void edge_list_scan_kernel(EdgeListArgs a)
         return;
     a.keys[e] = (uint32_t)i;
     atomicAdd(&a.degree[i], 1);
-    if (j < a.n_local) {
+    const int64_t js = sender_of(a, j);
+    if (js < a.n_local) {
         atomicAdd(&a.from_owned[i], 1);
-        atomicAdd(&a.sent[j], 1);
+        atomicAdd(&a.sent[js], 1);
     }
     atomicMin(&a.min_d2[i], (unsigned long long)__double_as_longlong(d2));
 }
@@ -69,7 +76,7 @@ __global__ void edge_list_fill_kernel(EdgeListArgs a, int64_t n_kept)
     double r[3];
     pair_vector(a, e, i, j, r);
     a.edge_recv[q] = i;
-    a.edge_send[q] = j;
+    a.edge_send[q] = sender_of(a, j);
     for (int k = 0; k < 3; k++)
         a.edge_vec[3 * q + k] = r[k];
 }

@@ -3,7 +3,7 @@
  * graph on the GPU (edge_list.cu), so that a list of millions of pairs is not sorted and
  * indexed on the host. The result is the graph core/src/graph.c builds: pairs inside the
  * cutoff, sorted by receiver in the caller's order within a receiver (a stable sort), the
- * same edge vectors to the bit. The host reads back per-atom counts to apply the limits; on a
+ * same edge vectors to the bit, ghosts folded onto their owners alike. The host reads back per-atom counts to apply the limits; on a
  * violation it lets graph.c find the pair and word the message.
  */
 #pragma once
@@ -18,6 +18,7 @@ struct EdgeListArgs {
     const double *pos;            /* [n_all][3] */
     const int64_t *recv, *send;   /* [n_in] the caller's pairs */
     const double *shift;          /* [n_in][3] or nullptr */
+    const int64_t *owner;         /* [n_all - n_local]: fold ghost senders onto owners, or nullptr */
     double rc2;
     /* scan: per pair its sort key (receiver, or n_local for a pair dropped) and its index */
     uint32_t *keys, *ids, *keys_sorted, *ids_sorted;

@@ -22,6 +22,9 @@
 #include "fnq.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <string>
@@ -47,6 +50,7 @@ struct FusedNequipImpl {
   // per-step buffers, kept between steps
   std::vector<int32_t> species;
   std::vector<int64_t> edge_recv, edge_send;
+  int listed_nall = -1, listed_nlocal = -1;    // atom counts when the pairs were listed
   std::vector<double> forces, atom_energies, atom_virial;
 
   // one rank: every ghost is a periodic image of an owned atom, found by its tag, and the
@@ -54,6 +58,12 @@ struct FusedNequipImpl {
   bool owner_map = false;
   std::vector<int64_t> ghost_owner;
   std::vector<int> local_of_tag;
+
+  // FNQ_TIMING=1: wall-clock of this side of compute() per step, printed by each rank at the
+  // end (prepare: species, pair list, ghost map; library: the call; tally: forces, virial)
+  bool timing = false;
+  long timed_steps = 0;
+  double t_prepare = 0.0, t_library = 0.0, t_tally = 0.0;
 
   // the exchange in progress: rows of `width` floats or doubles, indexed by LAMMPS atom index
   void *rows = nullptr;
@@ -88,6 +98,8 @@ PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
   no_virial_fdotr_compute = 1;    // the library returns the virial
   centroidstressflag = CENTROID_NOTAVAIL;
   impl = new FusedNequipImpl;
+  const char *timing = getenv("FNQ_TIMING");
+  impl->timing = timing && strcmp(timing, "1") == 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -95,6 +107,12 @@ PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
 PairFusedNequip::~PairFusedNequip()
 {
   if (copymode) return;
+  if (impl->timing && impl->timed_steps > 0)
+    fprintf(stderr,
+            "pair fusednequip timing (rank %d): %ld steps, mean ms per step: prepare %.3f, "
+            "library %.3f, tally %.3f\n",
+            comm->me, impl->timed_steps, 1e3 * impl->t_prepare / impl->timed_steps,
+            1e3 * impl->t_library / impl->timed_steps, 1e3 * impl->t_tally / impl->timed_steps);
   fnq_ctx_free(impl->ctx);
   fnq_model_free(impl->model);
   delete impl;
@@ -112,6 +130,8 @@ void PairFusedNequip::compute(int eflag, int vflag)
 {
   ev_init(eflag, vflag);
   FusedNequipImpl &d = *impl;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point t0 = clock::now();
   const int nlocal = atom->nlocal;
   const int nall = nlocal + atom->nghost;
   const int *type = atom->type;
@@ -119,20 +139,32 @@ void PairFusedNequip::compute(int eflag, int vflag)
   d.species.resize(nall);
   for (int i = 0; i < nall; i++) d.species[i] = d.type_species[type[i]];
 
-  // every listed pair as it is: the library drops pairs at or beyond the cutoff (the skin)
-  d.edge_recv.clear();
-  d.edge_send.clear();
-  for (int ii = 0; ii < list->inum; ii++) {
-    const int i = list->ilist[ii];
-    const int *jlist = list->firstneigh[i];
-    for (int jj = 0; jj < list->numneigh[i]; jj++) {
-      d.edge_recv.push_back(i);
-      d.edge_send.push_back(jlist[jj] & NEIGHMASK);
+  // The pair list and the ghost map change only when LAMMPS rebuilds its neighbour list
+  // (ghosts are re-created then too); between rebuilds they are reused as they are.
+  const bool rebuilt = neighbor->ago == 0 || nall != d.listed_nall || nlocal != d.listed_nlocal;
+  if (rebuilt) {
+    // every listed pair as it is: the library drops pairs at or beyond the cutoff (the skin)
+    size_t n_pairs = 0;
+    for (int ii = 0; ii < list->inum; ii++) n_pairs += list->numneigh[list->ilist[ii]];
+    d.edge_recv.resize(n_pairs);
+    d.edge_send.resize(n_pairs);
+    size_t q = 0;
+    for (int ii = 0; ii < list->inum; ii++) {
+      const int i = list->ilist[ii];
+      const int *jlist = list->firstneigh[i];
+      for (int jj = 0; jj < list->numneigh[i]; jj++, q++) {
+        d.edge_recv[q] = i;
+        d.edge_send[q] = jlist[jj] & NEIGHMASK;
+      }
     }
+    d.listed_nall = nall;
+    d.listed_nlocal = nlocal;
   }
 
   const int64_t *ghost_owner = nullptr;
-  if (d.owner_map && nall > nlocal) {
+  if (d.owner_map && nall > nlocal && !rebuilt) {
+    ghost_owner = d.ghost_owner.data();
+  } else if (d.owner_map && nall > nlocal) {
     const tagint *tag = atom->tag;
     tagint max_tag = 0;
     for (int i = 0; i < nlocal; i++) max_tag = std::max(max_tag, tag[i]);
@@ -154,6 +186,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
   if (eflag_atom) d.atom_energies.resize(nlocal);
   if (vflag_atom) d.atom_virial.resize(6 * (size_t) nall);
   double energy = 0.0, w[6];    // w: W = sum r (x) F, order xx yy zz yz xz xy
+  const clock::time_point t1 = clock::now();
   const enum fnq_status status = fnq_ctx_compute_graph(
       d.ctx, nlocal, nall, nall ? atom->x[0] : nullptr, d.species.data(),
       (int64_t) d.edge_recv.size(), d.edge_recv.data(), d.edge_send.data(), nullptr, ghost_owner,
@@ -162,6 +195,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
   if (status != FNQ_STATUS_OK)
     error->one(FLERR, "Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
                           fnq_last_error() + atom_ids_of(fnq_last_error(), nall));
+  const clock::time_point t2 = clock::now();
 
   // forces on ghost images stay on the ghosts: LAMMPS folds them into their owners (newton on)
   double **f = atom->f;
@@ -191,6 +225,13 @@ void PairFusedNequip::compute(int eflag, int vflag)
       vatom[i][4] += v[4];
       vatom[i][5] += v[3];
     }
+  }
+  if (d.timing) {
+    const clock::time_point t3 = clock::now();
+    d.t_prepare += std::chrono::duration<double>(t1 - t0).count();
+    d.t_library += std::chrono::duration<double>(t2 - t1).count();
+    d.t_tally += std::chrono::duration<double>(t3 - t2).count();
+    d.timed_steps++;
   }
 }
 

@@ -56,6 +56,7 @@ struct fnq_edge_input {
     const int32_t *species;  /* [n_all] */
     const int64_t *recv, *send;
     const double *shift;     /* [n_edges*3] or NULL */
+    const int64_t *ghost_owner; /* [n_all-n_local]: fold ghosts onto owners (graph.h), or NULL */
 };
 
 struct fnq_backend_i {
@@ -74,7 +75,8 @@ struct fnq_backend_i {
                                         struct fnq_results *out, int64_t *n_edges);
     /* (optional) build the graph from the caller's pairs itself: the edges, their order and
      * vectors, and the error messages of fnq__graph_from_edges. NULL: the context builds it on
-     * the host and calls compute. *n_edges receives the number of edges kept. */
+     * the host and calls compute. *n_edges receives the number of edges kept. With
+     * in->ghost_owner the graph has n_local atoms and x->n_all == n_local. */
     enum fnq_status (*compute_edges)(void *state, const struct fnq_edge_input *in,
                                      const struct fnq_limits *lim, const struct fnq_exchange *x,
                                      struct fnq_results *out, int64_t *n_edges);

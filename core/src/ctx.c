@@ -236,19 +236,33 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
                                  (long long)(n_local + k), (long long)ghost_owner[k],
                                  (long long)(n_local - 1));
     FNQ_CHECK(check_species(ctx->model, n_all, species));
-    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, ghost_owner, n_local, n_all};
+    /* Ghosts given by an owner map are folded onto their owners as the graph is built
+     * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */
+    const int64_t *fold = !ctx->has_comm && n_all > n_local ? ghost_owner : NULL;
+    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, NULL, n_local,
+                             fold ? n_local : n_all};
+    enum fnq_status st;
     /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
      * the host); FNQ_HOST_GRAPH=1 keeps it on the host (tests compare both) */
     const char *host_graph = getenv("FNQ_HOST_GRAPH");
     if (ctx->backend->compute_edges && n_edges <= INT32_MAX && n_all < INT32_MAX &&
         !(host_graph && strcmp(host_graph, "1") == 0)) {
-        const struct fnq_edge_input in = {n_local,   n_all,     n_edges,   positions,
-                                          species,   edge_recv, edge_send, edge_shift};
-        return run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
-                   NULL, NULL, NULL);
+        const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
+                                          edge_recv, edge_send, edge_shift, fold};
+        st = run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
+                 NULL, NULL);
+    } else {
+        FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
+                                        edge_recv, edge_send, edge_shift, fold, &ctx->limits));
+        st = run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
+                 NULL, NULL);
     }
-    FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
-                                    edge_recv, edge_send, edge_shift, &ctx->limits));
-    return run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL, NULL,
-               NULL);
+    if (st == FNQ_STATUS_OK && fold) {
+        const size_t ghosts = (size_t)(n_all - n_local);
+        if (forces)
+            memset(forces + 3 * n_local, 0, sizeof(double) * 3 * ghosts);
+        if (atom_virial)
+            memset(atom_virial + 6 * n_local, 0, sizeof(double) * 6 * ghosts);
+    }
+    return st;
 }

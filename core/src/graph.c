@@ -130,7 +130,8 @@ enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limi
 enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, int64_t n_all,
                                       const double *pos, const int32_t *species, int64_t n_edges,
                                       const int64_t *recv, const int64_t *send,
-                                      const double *shift, const struct fnq_limits *lim)
+                                      const double *shift, const int64_t *ghost_owner,
+                                      const struct fnq_limits *lim)
 {
     FNQ_CHECK(fnq__check_positions(n_all, pos));
     const double rc2 = lim->cutoff * lim->cutoff;
@@ -171,11 +172,11 @@ enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, 
             continue;
         int64_t q = cnt[recv[e]]++;
         b->edge_recv[q] = recv[e];
-        b->edge_send[q] = send[e];
+        b->edge_send[q] = fnq__sender_of(send[e], n_local, ghost_owner);
         memcpy(b->edge_vec + 3 * q, r, sizeof(r));
     }
     b->g.n_local = n_local;
-    b->g.n_all = n_all;
+    b->g.n_all = ghost_owner ? n_local : n_all;
     b->g.n_edges = kept;
     b->g.species = species;
     return fnq__graph_finish(b, lim);

@@ -229,7 +229,19 @@ static int rev(void *user, void *rows, int32_t width, enum fnq_dtype dtype)
     return 0;
 }
 
-/* owned atoms + explicit ghost images of a small cell through fnq_ctx_compute_graph */
+/* what LAMMPS does with ghost forces (newton on): add them to their owners */
+static void fold_ghost_forces(double *f, int64_t n_local, int64_t n_all, const int64_t *owner)
+{
+    for (int64_t g = n_local; g < n_all; g++)
+        for (int k = 0; k < 3; k++) {
+            f[3 * owner[g] + k] += f[3 * g + k];
+            f[3 * g + k] = 0.0;
+        }
+}
+
+/* owned atoms + explicit ghost images of a small cell through fnq_ctx_compute_graph: ghosts
+ * folded onto owners (owner map; graph built on the GPU and on the host) and exchanged by
+ * callbacks agree with the CPU */
 static void check_ghost_path(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -282,19 +294,37 @@ static void check_ghost_path(void)
     struct fnq_ctx *cpu;
     CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F64, &cpu));
     double e0, v0[6], *f0 = malloc(sizeof(double) * 3 * (size_t)na);
+    double gpu_e = 0.0, *gpu_f = malloc(sizeof(double) * 3 * (size_t)na);
     CHECK_OK(fnq_ctx_compute_graph(cpu, s.n, na, pos, sp, ne, recv, send, NULL, owner + s.n, &e0,
                                    NULL, f0, v0, NULL));
+    fold_ghost_forces(f0, s.n, na, owner);
     for (int dt = 0; dt < 2; dt++)
-        for (int mode = 0; mode < 2; mode++) {
+        for (int mode = 0; mode < 3; mode++) {
             struct fnq_ctx *g;
             CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &g));
             struct owner_map om = {s.n, na, owner};
             struct fnq_comm comm = {&om, fwd, rev};
-            if (mode)
+            if (mode == 1)
                 CHECK_OK(fnq_ctx_set_comm(g, &comm));
             double e1, v1[6], *f1 = malloc(sizeof(double) * 3 * (size_t)na);
+            if (mode == 2) /* the owner map, the graph built on the host */
+                setenv("FNQ_HOST_GRAPH", "1", 1);
             CHECK_OK(fnq_ctx_compute_graph(g, s.n, na, pos, sp, ne, recv, send, NULL,
-                                           mode ? NULL : owner + s.n, &e1, NULL, f1, v1, NULL));
+                                           mode == 1 ? NULL : owner + s.n, &e1, NULL, f1, v1,
+                                           NULL));
+            unsetenv("FNQ_HOST_GRAPH");
+            if (mode == 0) { /* ghosts folded onto owners: their rows are zeros */
+                int zero = 1;
+                for (int64_t i = 3 * s.n; i < 3 * na; i++)
+                    zero &= f1[i] == 0.0;
+                CHECK(zero, "owner map: ghost force rows are not zero");
+                gpu_e = e1;
+                memcpy(gpu_f, f1, sizeof(double) * 3 * (size_t)na);
+            }
+            if (mode == 2)
+                CHECK(e1 == gpu_e && memcmp(gpu_f, f1, sizeof(double) * 3 * (size_t)na) == 0,
+                      "owner map: the graph built on the GPU and on the host give other results");
+            fold_ghost_forces(f1, s.n, na, owner);
             double df = 0.0, fm = 0.0;
             for (int64_t i = 0; i < 3 * na; i++) {
                 df = fmax(df, fabs(f1[i] - f0[i]));
@@ -303,12 +333,14 @@ static void check_ghost_path(void)
             const double de = fabs(e1 - e0) / fabs(e0);
             printf("ghost path (%lld owned, %lld ghosts) GPU %s, %s: |dE|/|E| %.2e, max|dF| %.2e\n",
                    (long long)s.n, (long long)(na - s.n), dt ? "float64" : "float32",
-                   mode ? "comm callbacks" : "owner map", de, df);
+                   mode == 1 ? "comm callbacks" : mode ? "owner map, host graph" : "owner map",
+                   de, df);
             CHECK(de <= (dt ? 1e-10 : 1e-6), "ghost path: energy differs by %.3e", de);
             CHECK(df <= (dt ? 1e-10 * fm : 1e-4), "ghost path: forces differ by %.3e", df);
             free(f1);
             fnq_ctx_free(g);
         }
+    free(gpu_f);
     free(f0), free(pos), free(sp), free(owner), free(recv), free(send);
     test_structure_free(&s);
     fnq_ctx_free(cpu);
