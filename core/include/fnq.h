@@ -202,11 +202,14 @@ FNQ_API enum fnq_status fnq_ctx_set_comm(struct fnq_ctx *ctx, const struct fnq_c
  *   edge_shift[n_edges*3] (NULL = none): Cartesian shift added to the edge vector
  *     r = positions[send] - positions[recv] + shift.
  *   ghost_owner[n_all-n_local] (NULL when a comm is installed or there are no ghosts): the owned
- *     atom that ghost n_local+k is an image of.
+ *     atom that ghost n_local+k is an image of. Without a comm the library then folds every
+ *     pair from a ghost onto its owner (same vector): no exchange, and what the ghosts would
+ *     carry lands on their owners directly.
  * Outputs (NULL = skip): energy (sum over owned atoms), atom_energies[n_local],
  *   forces[n_all*3] (ghost rows hold the forces on the ghost images, to be added to their
- *   owners by the caller), virial[6], atom_virial[n_all*6] (half of each edge's r (x) F to each
- *   of its two atoms, LAMMPS' convention for compute stress/atom).
+ *   owners by the caller; zeros when ghosts were folded by ghost_owner), virial[6],
+ *   atom_virial[n_all*6] (half of each edge's r (x) F to each of its two atoms, LAMMPS'
+ *   convention for compute stress/atom; ghost rows likewise).
  */
 FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local,
                                               int64_t n_all, const double *positions,
