@@ -4,12 +4,14 @@
  * one stream, and a CUDA graph of the model evaluation replayed while atom and edge counts
  * stay the same.
  *
- * One evaluation: (neighbour list: host cell grid, device count/fill/sender index) ->
- * per-edge geometry (Y, radial basis) -> per layer one fused forward kernel -> per layer one
- * fused backward kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) ->
- * force/virial assembly and deterministic totals: 2 launches per layer plus 4. With ghost atoms (LAMMPS),
- * exchanges between launches move ghost rows (device gather for an owner map, host round trip
- * for the caller's MPI callbacks) and the backward epilogue runs as its own kernel.
+ * One evaluation: (graph: our neighbour list from a host cell grid and device count/fill, or
+ * the caller's pairs sorted on the device (edge_list.cu), then the sender index) -> per-edge
+ * geometry (Y, radial basis) -> per layer one fused forward kernel -> per layer one fused
+ * backward kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) ->
+ * force/virial assembly and deterministic totals: 2 launches per layer plus 4. With ghost
+ * atoms exchanged by the caller's MPI callbacks (LAMMPS on several ranks), host round trips
+ * move ghost rows between launches and the backward epilogue runs as its own kernel; ghosts
+ * given by an owner map are folded onto their owners in the graph instead.
  */
 #include <algorithm>
 #include <chrono>
@@ -119,7 +121,6 @@ template <typename REAL> struct State {
     std::vector<int32_t> host_pair_counts;
     std::vector<unsigned long long> host_pair_min_d2;
     /* ghost exchange */
-    DevBuf<int64_t> ghost_owner, owner_ghost_start, owner_ghosts;
     std::vector<REAL> host_rows;
     std::vector<int64_t> host_counts;
     std::vector<double> host_min_d2;
@@ -165,8 +166,7 @@ template <typename REAL> static void state_free(State<REAL> *s)
     release(s->atom_energy), release(s->totals);
     release(s->wrap), release(s->min_d2), release(s->bin_start), release(s->bin_atoms);
     release(s->atom_bin), release(s->counts), release(s->keys), release(s->ids);
-    release(s->cub_tmp), release(s->ghost_owner), release(s->owner_ghost_start);
-    release(s->owner_ghosts);
+    release(s->cub_tmp);
     release(s->pair_recv), release(s->pair_send), release(s->pair_owner), release(s->pair_shift);
     release(s->pair_keys), release(s->pair_ids), release(s->pair_keys_sorted);
     release(s->pair_ids_sorted), release(s->pair_counts), release(s->pair_min_d2);
@@ -375,33 +375,7 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     return FNQ_STATUS_OK;
 }
 
-/* ---- ghost exchange on device rows ---- */
-
-template <typename REAL>
-__global__ void gather_ghosts_kernel(REAL *rows, int width, int64_t nl, int64_t na,
-                                     const int64_t *owner)
-{
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (na - nl) * width)
-        return;
-    const int64_t g = nl + idx / width, c = idx % width;
-    rows[g * width + c] = rows[owner[g - nl] * width + c];
-}
-
-/* each owned atom adds its ghosts' rows in ascending ghost order */
-template <typename REAL>
-__global__ void fold_ghosts_kernel(REAL *rows, int width, int64_t nl, const int64_t *start,
-                                   const int64_t *ghosts)
-{
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= nl * width)
-        return;
-    const int64_t i = idx / width, c = idx % width;
-    REAL v = rows[idx];
-    for (int64_t q = start[i]; q < start[i + 1]; q++)
-        v += rows[ghosts[q] * width + c];
-    rows[idx] = v;
-}
+/* ---- ghost exchange through the caller's callbacks (host rows) ---- */
 
 template <typename REAL>
 static enum fnq_status exchange(State<REAL> *s, const struct fnq_exchange *x, REAL *rows, int width,
@@ -409,60 +383,18 @@ static enum fnq_status exchange(State<REAL> *s, const struct fnq_exchange *x, RE
 {
     const int64_t nl = x->n_local, na = x->n_all;
     const enum fnq_dtype dt = sizeof(REAL) == 4 ? FNQ_DTYPE_F32 : FNQ_DTYPE_F64;
-    if (x->comm) { /* the caller's callbacks work on host rows */
-        s->host_rows.resize((size_t)na * width);
-        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_rows.data(), rows, sizeof(REAL) * na * width,
-                                       cudaMemcpyDeviceToHost, s->stream));
-        FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
-        if (forward)
-            FNQ_CHECK(fnq__exchange_forward(x, s->host_rows.data(), width, dt));
-        else
-            FNQ_CHECK(fnq__exchange_reverse(x, s->host_rows.data(), width, dt));
-        const int64_t first = forward ? nl : 0, count = forward ? na - nl : nl;
-        FNQ_CUDA_CHECK(cudaMemcpyAsync(rows + first * width,
-                                       s->host_rows.data() + (size_t)first * width,
-                                       sizeof(REAL) * count * width, cudaMemcpyHostToDevice,
-                                       s->stream));
-        return FNQ_STATUS_OK;
-    }
-    const int threads = 256;
-    if (forward) {
-        const int64_t n = (na - nl) * width;
-        gather_ghosts_kernel<REAL><<<(unsigned)((n + threads - 1) / threads), threads, 0, s->stream>>>(
-            rows, width, nl, na, s->ghost_owner.p);
-    } else {
-        const int64_t n = nl * width;
-        fold_ghosts_kernel<REAL><<<(unsigned)((n + threads - 1) / threads), threads, 0, s->stream>>>(
-            rows, width, nl, s->owner_ghost_start.p, s->owner_ghosts.p);
-    }
-    FNQ_CUDA_LAUNCHED();
-    s->launches_model++;
-    return FNQ_STATUS_OK;
-}
-
-/* upload the owner map, and its inverse (ghosts per owner, ascending) for the reverse fold */
-template <typename REAL>
-static enum fnq_status upload_owner_map(State<REAL> *s, const struct fnq_exchange *x)
-{
-    const int64_t nl = x->n_local, na = x->n_all, ng = na - nl;
-    std::vector<int64_t> start(nl + 1, 0), ghosts(ng > 0 ? ng : 1);
-    for (int64_t g = 0; g < ng; g++)
-        start[x->ghost_owner[g] + 1]++;
-    for (int64_t i = 0; i < nl; i++)
-        start[i + 1] += start[i];
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (int64_t g = 0; g < ng; g++)
-        ghosts[fill[x->ghost_owner[g]]++] = nl + g;
-    FNQ_CHECK(ensure(s->ghost_owner, ng > 0 ? ng : 1, "the ghost map", &s->epoch));
-    FNQ_CHECK(ensure(s->owner_ghost_start, nl + 1, "the ghost map", &s->epoch));
-    FNQ_CHECK(ensure(s->owner_ghosts, ng > 0 ? ng : 1, "the ghost map", &s->epoch));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->ghost_owner.p, x->ghost_owner, sizeof(int64_t) * ng,
-                                   cudaMemcpyHostToDevice, s->stream));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->owner_ghost_start.p, start.data(), sizeof(int64_t) * (nl + 1),
-                                   cudaMemcpyHostToDevice, s->stream));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->owner_ghosts.p, ghosts.data(), sizeof(int64_t) * ng,
-                                   cudaMemcpyHostToDevice, s->stream));
-    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream)); /* host vectors go out of scope */
+    s->host_rows.resize((size_t)na * width);
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_rows.data(), rows, sizeof(REAL) * na * width,
+                                   cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    if (forward)
+        FNQ_CHECK(fnq__exchange_forward(x, s->host_rows.data(), width, dt));
+    else
+        FNQ_CHECK(fnq__exchange_reverse(x, s->host_rows.data(), width, dt));
+    const int64_t first = forward ? nl : 0, count = forward ? na - nl : nl;
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(rows + first * width, s->host_rows.data() + (size_t)first * width,
+                                   sizeof(REAL) * count * width, cudaMemcpyHostToDevice,
+                                   s->stream));
     return FNQ_STATUS_OK;
 }
 
@@ -653,10 +585,7 @@ static enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t
                                  const struct fnq_exchange *x, struct fnq_results *out)
 {
     phase_end(s, &s->t_graph);
-    /* ghosts by an owner map are device gathers and can be recorded; the caller's callbacks
-     * work on the host between kernels and cannot */
-    if (na > nl && !x->comm)
-        FNQ_CHECK(upload_owner_map<REAL>(s, x));
+    /* the caller's exchange callbacks work on the host between kernels: not recordable */
     const bool can_record =
         !x->comm && !s->debug_layers && getenv("FNQ_NO_CUDA_GRAPH") == nullptr;
     if (can_record) {
@@ -944,7 +873,7 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
         }
         s->launches_nl = 2 + (total > 0 ? 3 : 1); /* count, fill, iota + sort + starts */
         *n_edges = total;
-        struct fnq_exchange x = {nullptr, nullptr, n, n};
+        struct fnq_exchange x = {nullptr, n, n};
         status = run_model<REAL>(s, n, n, total, &x, out);
     }
 done:

@@ -30,10 +30,11 @@ struct fnq_results {
     double *atom_virial;   /* [n_all*6] */
 };
 
-/* Ghost exchange as the backend sees it: forward fills ghost rows, reverse folds them back. */
+/* Ghost exchange as the backend sees it: forward fills ghost rows, reverse folds them back,
+ * through the caller's callbacks (ghosts given by an owner map are folded into the graph
+ * instead, graph.h, and leave no ghost rows). */
 struct fnq_exchange {
     const struct fnq_comm *comm;  /* caller's callbacks, or NULL */
-    const int64_t *ghost_owner;   /* used when comm is NULL */
     int64_t n_local, n_all;
 };
 /* Whether a layer must exchange ghost rows. A caller's comm is collective (MPI ranks wait on

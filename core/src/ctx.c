@@ -201,7 +201,7 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
                    species, cell, pbc);
     FNQ_CHECK(fnq__graph_from_cell(&ctx->graph, n_atoms, positions, species, cell, pbc,
                                    &ctx->limits));
-    struct fnq_exchange x = {NULL, NULL, n_atoms, n_atoms};
+    struct fnq_exchange x = {NULL, n_atoms, n_atoms};
     return run(ctx, &x, NULL, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
                NULL);
 }
@@ -239,8 +239,7 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     /* Ghosts given by an owner map are folded onto their owners as the graph is built
      * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */
     const int64_t *fold = !ctx->has_comm && n_all > n_local ? ghost_owner : NULL;
-    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, NULL, n_local,
-                             fold ? n_local : n_all};
+    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, n_local, fold ? n_local : n_all};
     enum fnq_status st;
     /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
      * the host); FNQ_HOST_GRAPH=1 keeps it on the host (tests compare both) */
