@@ -655,6 +655,26 @@ static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
     return run_model<REAL>(s, nl, na, ne, x, out);
 }
 
+/* ---- limits of a graph built on the GPU ----
+ * The device only counts; when a count breaks a limit the host builder (graph.c, neighbor.c)
+ * runs on the same input to find the atoms and word the message. */
+
+/* an atom with `count` edges, the closest at squared distance min_d2 */
+static bool breaks_limits(int64_t count, double min_d2, const struct fnq_limits *lim)
+{
+    const double md2 = lim->min_distance * lim->min_distance;
+    return count > lim->max_neighbors || (count > 0 && (min_d2 < md2 || min_d2 == 0.0));
+}
+
+/* the host builder's status on input the GPU found bad */
+static enum fnq_status host_wording(enum fnq_status host_status, struct fnq_graph_buf *tmp)
+{
+    fnq__graph_buf_free(tmp);
+    return host_status != FNQ_STATUS_OK
+               ? host_status
+               : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+}
+
 /* The caller's pairs, sorted and indexed on the GPU (edge_list.cuh): the same graph as
  * fnq__graph_from_edges builds on the host. */
 template <typename REAL>
@@ -708,9 +728,8 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_pair_min_d2.data(), a.min_d2, sizeof(unsigned long long) * (nl + 1), cudaMemcpyDeviceToHost, st));
     FNQ_CUDA_CHECK(cudaStreamSynchronize(st));
 
-    /* limits, full list: on a violation the host builder finds the pair and words the message */
+    /* limits and a full list, or the host builder's message */
     const int32_t *deg = s->host_pair_counts.data(), *from_owned = deg + nl, *sent = deg + 2 * nl;
-    const double md2 = lim->min_distance * lim->min_distance;
     bool bad = s->host_pair_min_d2[nl] != ~0ull;
     std::vector<int64_t> &starts = s->host_counts;
     starts.resize(nl + 1);
@@ -718,8 +737,7 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     for (int64_t i = 0; i < nl; i++) {
         double d2;
         memcpy(&d2, &s->host_pair_min_d2[i], sizeof(d2));
-        bad |= deg[i] > lim->max_neighbors || (deg[i] > 0 && (d2 < md2 || d2 == 0.0)) ||
-               from_owned[i] != sent[i];
+        bad |= breaks_limits(deg[i], d2, lim) || from_owned[i] != sent[i];
         starts[i] = total;
         total += deg[i];
     }
@@ -727,13 +745,10 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     if (bad) {
         struct fnq_graph_buf tmp;
         memset(&tmp, 0, sizeof(tmp));
-        enum fnq_status status = fnq__graph_from_edges(&tmp, nl, na, in->pos, in->species, np,
-                                                       in->recv, in->send, in->shift,
-                                                       in->ghost_owner, lim);
-        fnq__graph_buf_free(&tmp);
-        return status != FNQ_STATUS_OK
-                   ? status
-                   : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+        return host_wording(fnq__graph_from_edges(&tmp, nl, na, in->pos, in->species, np,
+                                                  in->recv, in->send, in->shift, in->ghost_owner,
+                                                  lim),
+                            &tmp);
     }
 
     FNQ_CHECK(reserve<REAL>(s, nl, nm, total));
@@ -822,22 +837,16 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
                                cudaGetErrorString(e));
             goto done;
         }
-        /* limits: on a violation, let the host builder find the pair and word the message */
-        const double md2 = lim->min_distance * lim->min_distance;
         int64_t total = 0;
         bool bad = false;
         for (int64_t i = 0; i < n; i++) {
             total += s->host_counts[i];
-            bad |= s->host_counts[i] > lim->max_neighbors ||
-                   (s->host_counts[i] > 0 && (s->host_min_d2[i] < md2 || s->host_min_d2[i] == 0.0));
+            bad |= breaks_limits(s->host_counts[i], s->host_min_d2[i], lim);
         }
         if (bad) {
             struct fnq_graph_buf tmp;
             memset(&tmp, 0, sizeof(tmp));
-            status = fnq__graph_from_cell(&tmp, n, pos, species, cell, pbc, lim);
-            fnq__graph_buf_free(&tmp);
-            if (status == FNQ_STATUS_OK)
-                status = fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+            status = host_wording(fnq__graph_from_cell(&tmp, n, pos, species, cell, pbc, lim), &tmp);
             goto done;
         }
         /* prefix sums on the host (we have the counts anyway), then fill */
