@@ -10,7 +10,10 @@
  *        dxr[m1] += c y[m2] gj[m3]                     (sender gradient of the reverse edge;
  *                                                       gj = 0 where it is not wanted: no
  *                                                       branches, one copy of the loop)
- * and a host table of the same terms, which the backend compares with the model's.
+ * Terms of one output with the same |c| are summed first and multiplied by |c| once
+ * (t[m3] += |c| (x y - x y + ...)): k + 1 instructions per group of k terms instead of 2 k
+ * (a product by a constant and an FMA per term; the passes are issue bound, bench/NOTES.md).
+ * Also a host table of the same terms, which the backend compares with the model's.
  * usage: gen_tp_code OUTPUT_DEVICE.inc OUTPUT_HOST.inc
  */
 #include <math.h>
@@ -20,6 +23,54 @@
 #include "cg.h"
 
 #define LMAX 3
+
+/* One output element out[o] (o is index number `oi` of (m1, m2, m3): 0, 1 or 2) of a path
+ * with coefficients c[(m1 d2 + m2) d3 + m3] (times coef): its terms c a[i] b[j] over the two
+ * other indices (ai, bi), grouped by |c| in order of first appearance:
+ *   out[o] += R(|c|) * (a[i] * b[j] - a[i'] * b[j'] + ...);
+ * the order is fixed by the loops, so the results are reproducible. */
+static void emit_grouped(FILE *f, const double *c, int d1, int d2, int d3, double coef, int oi,
+                         int o, const char *out, const char *a, int ai, const char *b, int bi)
+{
+    const int dims[3] = {d1, d2, d3};
+    double seen[64];
+    int n_seen = 0;
+    for (int p = 0; p < dims[ai]; p++)
+        for (int q = 0; q < dims[bi]; q++) {
+            int idx[3];
+            idx[oi] = o;
+            idx[ai] = p;
+            idx[bi] = q;
+            const double w = c[(idx[0] * d2 + idx[1]) * d3 + idx[2]] * coef;
+            if (w == 0.0)
+                continue;
+            const double mag = fabs(w);
+            int known = 0;
+            for (int k = 0; k < n_seen; k++)
+                known |= seen[k] == mag;
+            if (known)
+                continue;
+            seen[n_seen++] = mag;
+            /* every term of this magnitude, from here on */
+            fprintf(f, "        %s[%d] += R(%a) * (", out, o, mag);
+            int first = 1;
+            for (int p2 = 0; p2 < dims[ai]; p2++)
+                for (int q2 = 0; q2 < dims[bi]; q2++) {
+                    int j[3];
+                    j[oi] = o;
+                    j[ai] = p2;
+                    j[bi] = q2;
+                    const double w2 = c[(j[0] * d2 + j[1]) * d3 + j[2]] * coef;
+                    if (fabs(w2) != mag || (p2 * dims[bi] + q2) < (p * dims[bi] + q))
+                        continue;
+                    fprintf(f, "%s%s[%d] * %s[%d]", first ? (w2 < 0 ? "-" : "")
+                                                          : (w2 < 0 ? " - " : " + "),
+                            a, p2, b, q2);
+                    first = 0;
+                }
+            fprintf(f, ");\n");
+        }
+}
 
 int main(int argc, char **argv)
 {
@@ -55,33 +106,25 @@ int main(int argc, char **argv)
                 /* forward */
                 fprintf(dev, "    template <typename R>\n    __device__ __forceinline__ static "
                              "void fwd(const R *x, const R *y, R *t)\n    {\n");
-                for (int m1 = 0; m1 < d1; m1++)
-                    for (int m3 = 0; m3 < d3; m3++)
-                        for (int m2 = 0; m2 < d2; m2++) {
-                            double v = c[(m1 * d2 + m2) * d3 + m3];
-                            if (v == 0.0)
-                                continue;
-                            fprintf(dev, "        t[%d] += R(%a) * x[%d] * y[%d];\n", m3, v * coef,
-                                    m1, m2);
-                        }
+                for (int m3 = 0; m3 < d3; m3++)
+                    emit_grouped(dev, c, d1, d2, d3, coef, 2, m3, "t", "x", 0, "y", 1);
                 fprintf(dev, "    }\n");
                 /* backward; dE/d(radial weight) is not here: it is sum_m2 y[m2] v[m2]
                  * (before v is scaled by the weight), D2 FMAs instead of 3 per term */
                 fprintf(dev, "    template <typename R>\n    __device__ __forceinline__ static "
                              "void bwd(const R *x, const R *y, const R *g, const R *gj, R *v, "
                              "R *dxr)\n    {\n");
+                for (int m2 = 0; m2 < d2; m2++)
+                    emit_grouped(dev, c, d1, d2, d3, coef, 1, m2, "v", "x", 0, "g", 2);
+                for (int m1 = 0; m1 < d1; m1++)
+                    emit_grouped(dev, c, d1, d2, d3, coef, 0, m1, "dxr", "y", 1, "gj", 2);
                 for (int m1 = 0; m1 < d1; m1++)
                     for (int m3 = 0; m3 < d3; m3++)
                         for (int m2 = 0; m2 < d2; m2++) {
                             double w = c[(m1 * d2 + m2) * d3 + m3];
-                            if (w == 0.0)
-                                continue;
-                            fprintf(dev,
-                                    "        v[%d] += R(%a) * x[%d] * g[%d]; dxr[%d] += "
-                                    "R(%a) * y[%d] * gj[%d];\n",
-                                    m2, w * coef, m1, m3, m1, w * coef, m2, m3);
-                            fprintf(host, "    {%d, %d, %d, %d, %d, %d, %a},\n", l1, l2, l3, m1,
-                                    m2, m3, w * coef);
+                            if (w != 0.0)
+                                fprintf(host, "    {%d, %d, %d, %d, %d, %d, %a},\n", l1, l2, l3,
+                                        m1, m2, m3, w * coef);
                         }
                 fprintf(dev, "    }\n};\n\n");
                 nl += snprintf(list + nl, sizeof(list) - (size_t)nl, " X(%d, %d, %d)", l1, l2, l3);

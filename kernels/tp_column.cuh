@@ -24,9 +24,9 @@
 
 namespace fnqcu {
 
-/* The column passes are separate (noinline) functions, where a pointer into shared memory would
- * be a 64-bit generic address (two registers, generic loads); they address the kernel's dynamic
- * shared memory by 32-bit byte offsets instead. */
+/* A column pass may be a separate (noinline) function, where a pointer into shared memory would
+ * be a 64-bit generic address (two registers, generic loads); the passes address the kernel's
+ * dynamic shared memory by 32-bit byte offsets instead. */
 template <typename T> __device__ __forceinline__ T &shared_at(uint32_t byte_off)
 {
     extern __shared__ __align__(32) unsigned char fnq_dynamic_smem[];
@@ -175,11 +175,13 @@ __device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const
         row[m * mul] = first ? acc[m] : row[m * mul] + acc[m];
 }
 
-/* Forward and backward passes are compiled differently on purpose (8000 Si, H200, bench/NOTES.md
- * v2.4): the forward pass inlined into the kernel's path switch keeps its arrays in registers
- * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms), while
- * the backward pass, which needs more registers, is faster as a separate function (inlined, the
- * rest of its kernel got slower: 26.9 -> 28.5 ms). */
+/* The forward pass is inlined into the kernel's path switch: it keeps its arrays in registers
+ * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms, H200,
+ * bench/NOTES.md v2.4). The backward pass is inlined in radial table mode (no MLP GEMMs in that
+ * kernel: inlined, its loads no longer move the global-memory descriptor into uniform
+ * registers before each one, ~30 instructions per edge; 8000 Si 29.5 -> 27.4 ms, H100, v5)
+ * and a separate function with the exact MLP (inlined there, the GEMM part of the kernel got
+ * slower: 26.9 -> 28.5 ms, v2.4). */
 /* TAB (radial table mode): col is the lane's column of the table, and the lane computes its
  * weight per edge from the table (prefetched one edge ahead like the sender features); else
  * col is its column in the round's tile of weights. */
@@ -316,7 +318,7 @@ __device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, c
  * dw/dt per edge from the table, and dE/dw . dw/dt joins the warp sum of dE/dY as one more
  * value, written to slot nsh of the warp's row: dE/dt of the edge (dr_tile is not used). */
 template <int L1, int L2, int L3, bool TAB, typename REAL>
-__device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
+__device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                 bool active, const REAL *GA, int ga_stride, int n_local,
                                 bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
@@ -425,6 +427,18 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
         flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);
 }
 
+/* The backward pass as a separate function (exact-MLP kernel; see above). */
+template <int L1, int L2, int L3, bool TAB, typename REAL>
+__device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
+                                bool active, const REAL *GA, int ga_stride, int n_local,
+                                bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
+                                int dyw_ld, REAL *dxpart, int dx_stride)
+{
+    column_backward_body<L1, L2, L3, TAB, REAL>(ca, P, u, col, active, GA, ga_stride, n_local,
+                                                need_dx, ghost, dr_tile, dyw, dyw_ld, dxpart,
+                                                dx_stride);
+}
+
 #define FNQ_TP_CODE(l1, l2, l3) ((l1) * 16 + (l2) * 4 + (l3))
 
 template <bool TAB, typename REAL>
@@ -442,8 +456,9 @@ __device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &
     }
 }
 
+/* TAB: the inlined body (table mode), else the separate function */
 template <bool TAB, typename REAL>
-__device__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
+__device__ __forceinline__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                          bool active, const REAL *GA, int ga_stride, int n_local,
                                          bool need_dx, bool ghost, uint32_t dr_tile, uint32_t dyw,
                                          int dyw_ld, REAL *dxpart, int dx_stride)
@@ -451,9 +466,14 @@ __device__ void column_backward_dispatch(const ColumnArgs<REAL> &c, const Path &
     switch (FNQ_TP_CODE(P.l1, P.l2, P.l3)) {
 #define FNQ_CASE(a, b, d)                                                                       \
     case FNQ_TP_CODE(a, b, d):                                                                  \
-        column_backward<a, b, d, TAB, REAL>(c, P, u, col, active, GA, ga_stride, n_local,       \
-                                            need_dx, ghost, dr_tile, dyw, dyw_ld, dxpart,       \
-                                            dx_stride);                                         \
+        if constexpr (TAB)                                                                      \
+            column_backward_body<a, b, d, TAB, REAL>(c, P, u, col, active, GA, ga_stride,       \
+                                                     n_local, need_dx, ghost, dr_tile, dyw,     \
+                                                     dyw_ld, dxpart, dx_stride);                \
+        else                                                                                    \
+            column_backward<a, b, d, TAB, REAL>(c, P, u, col, active, GA, ga_stride, n_local,   \
+                                                need_dx, ghost, dr_tile, dyw, dyw_ld, dxpart,   \
+                                                dx_stride);                                     \
         break;
         FNQ_TP_PATHS(FNQ_CASE)
 #undef FNQ_CASE
