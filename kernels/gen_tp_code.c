@@ -29,19 +29,26 @@
  * other indices (ai, bi), grouped by |c| in order of first appearance:
  *   out[o] += R(|c|) * (a[i] * b[j] - a[i'] * b[j'] + ...);
  * the order is fixed by the loops, so the results are reproducible. */
+/* The coefficient (times coef) of the term with index o at position oi, p at ai, q at bi. */
+static double term_coef(const double *c, int d2, int d3, double coef, int oi, int o, int ai,
+                        int p, int bi, int q)
+{
+    int idx[3];
+    idx[oi] = o;
+    idx[ai] = p;
+    idx[bi] = q;
+    return c[(idx[0] * d2 + idx[1]) * d3 + idx[2]] * coef;
+}
+
 static void emit_grouped(FILE *f, const double *c, int d1, int d2, int d3, double coef, int oi,
                          int o, const char *out, const char *a, int ai, const char *b, int bi)
 {
     const int dims[3] = {d1, d2, d3};
-    double seen[64];
+    double seen[64]; /* distinct magnitudes of one output: at most 7 x 7 */
     int n_seen = 0;
     for (int p = 0; p < dims[ai]; p++)
         for (int q = 0; q < dims[bi]; q++) {
-            int idx[3];
-            idx[oi] = o;
-            idx[ai] = p;
-            idx[bi] = q;
-            const double w = c[(idx[0] * d2 + idx[1]) * d3 + idx[2]] * coef;
+            const double w = term_coef(c, d2, d3, coef, oi, o, ai, p, bi, q);
             if (w == 0.0)
                 continue;
             const double mag = fabs(w);
@@ -56,11 +63,7 @@ static void emit_grouped(FILE *f, const double *c, int d1, int d2, int d3, doubl
             int first = 1;
             for (int p2 = 0; p2 < dims[ai]; p2++)
                 for (int q2 = 0; q2 < dims[bi]; q2++) {
-                    int j[3];
-                    j[oi] = o;
-                    j[ai] = p2;
-                    j[bi] = q2;
-                    const double w2 = c[(j[0] * d2 + j[1]) * d3 + j[2]] * coef;
+                    const double w2 = term_coef(c, d2, d3, coef, oi, o, ai, p2, bi, q2);
                     if (fabs(w2) != mag || (p2 * dims[bi] + q2) < (p * dims[bi] + q))
                         continue;
                     fprintf(f, "%s%s[%d] * %s[%d]", first ? (w2 < 0 ? "-" : "")

@@ -97,7 +97,6 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
     if (TAB) {
         ca.tab = L.rtab;
-        ca.tab_ld = L.ld_last;
         ca.knot = shared_offset(sKnot);
         ca.coef = shared_offset(sC);
     }

@@ -120,9 +120,10 @@ template <typename REAL> struct Layer {
     const int2 *rounds; /* (first task, first column) */
     int dx_dim;         /* per-atom sender-gradient scratch: sum over paths of d1 * mul */
     /* radial table mode (Geometry::table): the radial weights as a function of |r|, per knot
-     * the value w, the slope h dw/dr and the difference to the next knot's value, of the last
-     * layer's columns in task order, [n_knots][3][ld_last], for cubic Hermite interpolation
-     * (core/src/radial_table.h, radial_table.cuh). The MLP is then not run at all. */
+     * and column (the last layer's columns in task order) the value w, the slope h dw/dr, the
+     * difference to the next knot's value and the next knot's slope, [n_knots][ld_last][4],
+     * for cubic Hermite interpolation (core/src/radial_table.h, radial_table.cuh). The MLP is
+     * then not run at all. */
     const REAL *rtab;
 };
 

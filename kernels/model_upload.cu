@@ -129,12 +129,13 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
                          "(derivatives) is above the bound %.0e / %.0e",
                          layer, ev, es, kTableMaxErrVal, kTableMaxErrSlope);
     }
-    /* per knot: w, h dw/dr and the difference to the next knot's w, each rounded on its own:
-     * dw/dt from w1 - w0 of two float32 values would lose ~|w| / |h dw/dr| of its precision
-     * (forces off by 2e-5 relative on the NequIP fixtures); from the rounded difference it
-     * keeps float32's */
+    /* per knot and column, 4 consecutive values (one 16-byte load in float32): w, h dw/dr,
+     * the difference to the next knot's w, and the next knot's h dw/dr. The difference is
+     * rounded on its own: dw/dt from w1 - w0 of two float32 values would lose ~|w| / |h dw/dr|
+     * of its precision (forces off by 2e-5 relative on the NequIP fixtures); from the rounded
+     * difference it keeps float32's */
     const int ld = d->ld_last;
-    std::vector<double> tab((size_t)t.n_knots * 3 * ld, 0.0);
+    std::vector<double> tab((size_t)t.n_knots * ld * 4, 0.0);
     for (int j = 0; j < ld; j++) {
         const int src = task_column_source(h, tasks, j);
         if (src < 0)
@@ -142,9 +143,12 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
         for (int k = 0; k < t.n_knots; k++) {
             const double w0 = t.val[(size_t)k * t.n_w + src];
             const double w1 = k + 1 < t.n_knots ? t.val[(size_t)(k + 1) * t.n_w + src] : w0;
-            tab[((size_t)k * 3) * ld + j] = w0;
-            tab[((size_t)k * 3 + 1) * ld + j] = t.slope[(size_t)k * t.n_w + src];
-            tab[((size_t)k * 3 + 2) * ld + j] = w1 - w0;
+            const size_t next = k + 1 < t.n_knots ? k + 1 : k;
+            double *q = &tab[((size_t)k * ld + j) * 4];
+            q[0] = w0;
+            q[1] = t.slope[(size_t)k * t.n_w + src];
+            q[2] = w1 - w0;
+            q[3] = t.slope[next * t.n_w + src];
         }
     }
     fnq__radial_table_free(&t);

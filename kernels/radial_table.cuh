@@ -13,17 +13,32 @@
 
 namespace fnqcu {
 
-/* Table rows per knot (model_upload.cu): w, m = h dw/dr, and dw = w(next knot) - w. The
- * column pass reads f = (w0, m0, dw0, m1) of an edge's interval (rows 0, 1, 2 and 4 from its
- * knot's first row, kTableRows) and forms
+/* The table (model_upload.cu) holds per knot and column f = (w0, m0, dw0, m1): w, m = h dw/dr,
+ * dw = w(next knot) - w, and the next knot's m, as 4 consecutive values (one 16-byte load in
+ * float32; table_values). The column pass forms
  *   w(t)     = w0 + h10(t) m0 + h01(t) dw0 + h11(t) m1   (h00 + h01 = 1)
  *   dw/dt(t) =      h10'(t) m0 + h01'(t) dw0 + h11'(t) m1
  * with the cubic Hermite basis h.. of t; no difference of two rounded values. */
-constexpr int kTableRowsPerKnot = 3;
-__host__ __device__ constexpr int table_row(int j) { return j < 3 ? j : 4; }
+__device__ __forceinline__ void table_values(const float *p, float (&f)[4])
+{
+    const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
+    f[0] = v.x;
+    f[1] = v.y;
+    f[2] = v.z;
+    f[3] = v.w;
+}
+__device__ __forceinline__ void table_values(const double *p, double (&f)[4])
+{
+    const double2 a = __ldg(reinterpret_cast<const double2 *>(p));
+    const double2 b = __ldg(reinterpret_cast<const double2 *>(p) + 1);
+    f[0] = a.x;
+    f[1] = a.y;
+    f[2] = b.x;
+    f[3] = b.y;
+}
 
 /* From the staged features (nsh + 2 per edge: Y, then k and t): the first table row of each
- * edge's interval, sKnot[e] = 3 k ld, and the coefficients of f in w, sC[e][4], and, when sDC
+ * edge's interval, sKnot[e] = 4 k ld (column 0), and the coefficients of f in w, sC[e][4], and, when sDC
  * is not null, in dw/dt, sDC[e][4]. */
 template <typename REAL>
 __device__ __forceinline__ void stage_table_coefs(const REAL *feat, int nsh, int ld,
@@ -35,7 +50,7 @@ __device__ __forceinline__ void stage_table_coefs(const REAL *feat, int nsh, int
         const int64_t e = index ? index[e0 + k] : e0 + k;
         const int knot = (int)feat[e * nf + nsh];
         const REAL t = feat[e * nf + nsh + 1], s = REAL(1) - t;
-        sKnot[k] = kTableRowsPerKnot * knot * ld;
+        sKnot[k] = 4 * knot * ld;
         sC[4 * k + 0] = REAL(1);
         sC[4 * k + 1] = t * s * s;                    /* h10 */
         sC[4 * k + 2] = t * t * (REAL(3) - REAL(2) * t); /* h01 */

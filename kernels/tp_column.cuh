@@ -55,10 +55,10 @@ template <typename REAL> struct ColumnArgs {
     const REAL *h1;
     const int *species;
     int by_species, din;
-    /* radial table mode: the layer's table (radial_table.cuh) and, per staged edge, its
-     * table row (int) and Hermite coefficients (4 REAL each: weights; d/dt) */
+    /* radial table mode: the layer's table (radial_table.cuh) and, per staged edge, where
+     * its interval starts in the table (int) and its Hermite coefficients (4 REAL each:
+     * weights; d/dt) */
     const REAL *tab;
-    int tab_ld;
     uint32_t knot, coef, dcoef;
 };
 
@@ -83,7 +83,6 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.by_species = a.layer == 0;
     ca.din = din;
     ca.tab = nullptr;
-    ca.tab_ld = 0;
     ca.knot = ca.coef = ca.dcoef = 0;
     return ca;
 }
@@ -103,8 +102,7 @@ template <typename REAL> struct ColumnView {
      * were 4-5 integer instructions each, the larger part of the passes' instructions) */
     uint32_t in_off, in_mul; /* the path's sender features: row + in_off + m1 * in_mul (u in) */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
-    const REAL *tab;      /* table mode: the table at the lane's column */
-    int tab_ld;
+    const REAL *tab; /* table mode: the table at the lane's column (4 values per column) */
     uint32_t knot, coef, dcoef;
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
@@ -114,17 +112,14 @@ template <typename REAL> struct ColumnView {
           r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
           by_species(c.by_species != 0), in_off((uint32_t)(P.in_off + u)), in_mul((uint32_t)P.in_mul),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul),
-          tab(c.tab ? c.tab + col : nullptr), tab_ld(c.tab_ld), knot(c.knot), coef(c.coef),
+          tab(c.tab ? c.tab + 4 * col : nullptr), knot(c.knot), coef(c.coef),
           dcoef(c.dcoef)
     {
     }
     /* table mode: the 4 table values of edge e's interval (radial_table.cuh) */
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
-        const uint32_t k = (uint32_t)shared_at<int>(knot + 4 * e);
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            f[j] = __ldg(tab + (k + (uint32_t)(table_row(j) * tab_ld)));
+        table_values(tab + (uint32_t)shared_at<int>(knot + 4 * e), f);
     }
     /* element (m, lane's channel) of row `row` of a message-gradient array with `stride`
      * values per row */
