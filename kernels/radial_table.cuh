@@ -2,7 +2,7 @@
  * radial_table.cuh: staging for the radial weights from the layer's table (radial table mode,
  * core/src/radial_table.h), shared by the forward and backward layer kernels. Per edge: its
  * knot interval k and the cubic Hermite coefficients of t; per weight the column pass then
- * reads 4 table values (w and h dw/dr at knots k and k+1, from L2) and makes 4 FMAs
+ * reads 4 table values (one load from L2; below) and makes 4 FMAs
  * (ColumnView::table_rows / hermite in tp_column.cuh), instead of the radial MLP (~70 % of
  * the arithmetic of the exact path).
  */
