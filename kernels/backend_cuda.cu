@@ -320,7 +320,8 @@ static enum fnq_status state_init(const struct fnq_model *m, int32_t device_id, 
 
 /* Device buffers for n_local owned atoms, n_all with ghosts, n_edges edges. */
 template <typename REAL>
-static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne)
+static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                               bool exchange)
 {
     const DeviceModel<REAL> &dm = s->dm;
     int *ep = &s->epoch;
@@ -356,7 +357,9 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
         s->edge_ggeo = s->edge_ggeo_own.p;
     }
     FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
-    if (na > nl)
+    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, and on every rank of a
+     * caller's exchange (collective, also on a rank without ghosts) */
+    if (na > nl || exchange)
         FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
     /* the column passes index sender features and message gradients with 32-bit element
      * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
@@ -640,9 +643,7 @@ static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
     phase_start(s);
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = g->n_local, na = g->n_all, ne = g->n_edges;
-    FNQ_CHECK(reserve<REAL>(s, nl, na, ne));
-    if (x->comm) /* the exchange path, with or without ghosts here */
-        FNQ_CHECK(ensure(s->dh1, (size_t)na * s->dm.max_in, "sender-feature gradients", &s->epoch));
+    FNQ_CHECK(reserve<REAL>(s, nl, na, ne, x->comm != nullptr));
     cudaStream_t st = s->stream;
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, g->species, sizeof(int) * na, cudaMemcpyHostToDevice, st));
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, g->recv_start, sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
@@ -751,9 +752,7 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
                             &tmp);
     }
 
-    FNQ_CHECK(reserve<REAL>(s, nl, nm, total));
-    if (x->comm) /* the exchange path, with or without ghosts here */
-        FNQ_CHECK(ensure(s->dh1, (size_t)nm * s->dm.max_in, "sender-feature gradients", ep));
+    FNQ_CHECK(reserve<REAL>(s, nl, nm, total, x->comm != nullptr));
     FNQ_CHECK(ensure(s->keys, total, what, ep));
     FNQ_CHECK(ensure(s->ids, total, what, ep));
     size_t sort_bytes = 0, index_bytes = 0;
@@ -858,7 +857,7 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
             acc += c;
         }
         starts[n] = acc;
-        STEP(reserve<REAL>(s, n, n, total));
+        STEP(reserve<REAL>(s, n, n, total, false));
         STEP(ensure(s->keys, total, "the neighbour list", ep));
         STEP(ensure(s->ids, total, "the neighbour list", ep));
         size_t tmp_bytes = 0;

@@ -162,22 +162,22 @@ void PairFusedNequip::compute(int eflag, int vflag)
   }
 
   const int64_t *ghost_owner = nullptr;
-  if (d.owner_map && nall > nlocal && !rebuilt) {
-    ghost_owner = d.ghost_owner.data();
-  } else if (d.owner_map && nall > nlocal) {
-    const tagint *tag = atom->tag;
-    tagint max_tag = 0;
-    for (int i = 0; i < nlocal; i++) max_tag = std::max(max_tag, tag[i]);
-    d.local_of_tag.assign((size_t) max_tag + 1, -1);
-    for (int i = 0; i < nlocal; i++) d.local_of_tag[tag[i]] = i;
-    d.ghost_owner.resize(nall - nlocal);
-    for (int g = nlocal; g < nall; g++) {
-      const int owner = tag[g] <= max_tag ? d.local_of_tag[tag[g]] : -1;
-      if (owner < 0)
-        error->one(FLERR,
-                   "Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
-                       std::to_string(tag[g]) + ") is an image of no owned atom");
-      d.ghost_owner[g - nlocal] = owner;
+  if (d.owner_map && nall > nlocal) {
+    if (rebuilt) {
+      const tagint *tag = atom->tag;
+      tagint max_tag = 0;
+      for (int i = 0; i < nlocal; i++) max_tag = std::max(max_tag, tag[i]);
+      d.local_of_tag.assign((size_t) max_tag + 1, -1);
+      for (int i = 0; i < nlocal; i++) d.local_of_tag[tag[i]] = i;
+      d.ghost_owner.resize(nall - nlocal);
+      for (int g = nlocal; g < nall; g++) {
+        const int owner = tag[g] <= max_tag ? d.local_of_tag[tag[g]] : -1;
+        if (owner < 0)
+          error->one(FLERR,
+                     "Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
+                         std::to_string(tag[g]) + ") is an image of no owned atom");
+        d.ghost_owner[g - nlocal] = owner;
+      }
     }
     ghost_owner = d.ghost_owner.data();
   }
@@ -197,7 +197,8 @@ void PairFusedNequip::compute(int eflag, int vflag)
                           fnq_last_error() + atom_ids_of(fnq_last_error(), nall));
   const clock::time_point t2 = clock::now();
 
-  // forces on ghost images stay on the ghosts: LAMMPS folds them into their owners (newton on)
+  // with an owner map the library has folded the ghosts' forces onto their owners (ghost rows
+  // are zeros); with the comm callbacks they stay on the ghosts and LAMMPS folds them (newton on)
   double **f = atom->f;
   for (int i = 0; i < nall; i++)
     for (int k = 0; k < 3; k++) f[i][k] += d.forces[3 * i + k];
