@@ -72,6 +72,11 @@ static enum fnq_status ensure(DevBuf<T> &b, size_t n, const char *what, int *epo
                          want * sizeof(T) / 1e6, what, dev, free_b / 1e6, total_b / 1e6);
     }
     FNQ_CUDA_CHECK(err);
+    /* zeros: the padding of tiled rows (model_dev.cuh) is read but never written. The memset
+     * runs on the legacy stream, which the context's non-blocking stream does not wait for:
+     * finished here (allocations are rare) */
+    FNQ_CUDA_CHECK(cudaMemset(b.p, 0, want * sizeof(T)));
+    FNQ_CUDA_CHECK(cudaDeviceSynchronize());
     b.cap = want;
     return FNQ_STATUS_OK;
 }
@@ -337,13 +342,14 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     FNQ_CHECK(ensure(s->send_start, na + 1, "the neighbour list", ep));
     FNQ_CHECK(ensure(s->send_edges, ne, "the neighbour list", ep));
     for (int l = 0; l < dm.n_layers; l++) {
-        FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.dim, "sender features", ep));
+        FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features", ep));
         FNQ_CHECK(ensure(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs", ep));
         FNQ_CHECK(ensure(s->rho[l], nl, "norm factors", ep));
     }
     for (int k = 0; k < 2; k++) {
         FNQ_CHECK(ensure(s->h[k], (size_t)nl * dm.max_width, "node features", ep));
-        FNQ_CHECK(ensure(s->ga[k], (size_t)nl * dm.max_mid, "message gradients", ep));
+        /* one more row, of zeros: what edges without a reverse edge read (tp_column.cuh) */
+        FNQ_CHECK(ensure(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients", ep));
         FNQ_CHECK(ensure(s->gp[k], (size_t)nl * dm.max_width, "feature gradients", ep));
     }
     int dx_dim = 1;
@@ -364,8 +370,10 @@ static enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t n
     /* the column passes index sender features and message gradients with 32-bit element
      * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
      * the GPU's memory is reported as that */
-    const int64_t widest = std::max(dm.max_in, dm.max_mid);
-    if (na * widest > (int64_t)UINT32_MAX)
+    int64_t widest = dm.max_mid_tiled;
+    for (int l = 0; l < dm.n_layers; l++)
+        widest = std::max<int64_t>(widest, dm.layers[l].in.tile_dim);
+    if ((na + 1) * widest > (int64_t)UINT32_MAX)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "%lld atoms x %lld values per row exceed the CUDA kernels' 32-bit "
                          "feature indices (at most %lld atoms per GPU for this model; use more "
@@ -403,7 +411,8 @@ static enum fnq_status exchange(State<REAL> *s, const struct fnq_exchange *x, RE
 
 /* ---- the model evaluation ---- */
 
-/* FNQ_DEBUG_LAYERS: the same per-layer sums the CPU backend prints (rows x width, stride) */
+/* FNQ_DEBUG_LAYERS: the same per-layer sums the CPU backend prints (rows x width, stride; a
+ * tiled row's zero padding adds nothing to the sum, only to the count) */
 template <typename REAL>
 static void debug_layer_sums(State<REAL> *s, int layer, int64_t rows, const char *what,
                              const REAL *dev, int64_t stride, int64_t width)
@@ -470,7 +479,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.e_atom = s->e_atom.p;
         a.grad_top = dm.grad_top;
         a.ga_out = s->ga[gc].p;
-        a.ga_stride = dm.max_mid;
+        a.ga_stride = dm.max_mid_tiled;
         a.gpart_out = s->gp[gc].p;
         a.EC = s->EC_fwd;
         a.tf32 = s->tf32;
@@ -478,13 +487,13 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
         if (!a.last && ghosts)
-            FNQ_CHECK(exchange<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.dim, true));
+            FNQ_CHECK(exchange<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
         if (s->debug_layers) {
             debug_layer_sums(s, l, nl, "gate input y", s->y[l].p, dm.layers[l].conv.dim,
                              dm.layers[l].conv.dim);
             if (!a.last)
                 debug_layer_sums(s, l + 1, nl, "sender features h1", s->h1[l + 1].p,
-                                 dm.layers[l + 1].in.dim, dm.layers[l + 1].in.dim);
+                                 dm.layers[l + 1].in.tile_dim, dm.layers[l + 1].in.tile_dim);
         }
         hc ^= 1;
     }
@@ -511,7 +520,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.h1 = s->h1[l].p;
         b.h1_table = dm.h1_table;
         b.ga = s->ga[gc].p;
-        b.ga_stride = dm.max_mid;
+        b.ga_stride = dm.max_mid_tiled;
         b.edge_ggeo = s->edge_ggeo;
         b.first_ggeo = l == L - 1;
         b.dh1 = s->dh1.p;
@@ -526,8 +535,8 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.tf32 = s->tf32;
         b.skip = s->skip;
         if (s->debug_layers)
-            debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid,
-                             dm.layers[l].mid.dim);
+            debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid_tiled,
+                             dm.layers[l].mid.tile_dim);
         FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
         s->launches_model++;
         if (l > 0 && ghosts) {

@@ -209,7 +209,7 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
             gy[k] = sGyn[k];
     __syncthreads();
     linear_bwd<REAL, kNB>(P.linear_2, P.mid, P.conv, t, nb, gy, pconv,
-                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false);
+                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false, true);
     if (a.layer - 1 > 0) {
         REAL *gp = a.gpart_out + (int64_t)r0 * a.W;
         if (P.self_conn.n_instr > 0)
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     int *sKnot = (int *)(smem + lay.off_knot);
     REAL *sC = (REAL *)(smem + lay.off_c), *sDC = (REAL *)(smem + lay.off_dc);
 
-    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
+    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.tile_dim);
     if (TAB) {
         ca.tab = L.rtab;
         ca.knot = shared_offset(sKnot);

@@ -21,9 +21,11 @@ template <typename REAL> struct BackwardArgs {
     const int *species;
     const REAL *edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
     /* saved by the forward pass */
-    const REAL *h1;       /* [n_all][L.in.dim] */
+    const REAL *h1;       /* [n_all][L.in.tile_dim], tiled (model_dev.cuh) */
     const REAL *h1_table; /* layer 0 */
-    const REAL *ga;       /* [n_local][ga_stride] dE/dA of this layer */
+    /* [n_local + 1][ga_stride] dE/dA of this layer, tiled; row n_local is zeros (read for
+     * edges without a reverse edge) */
+    const REAL *ga;
     int ga_stride;
     /* outputs and scratch */
     double *edge_ggeo; /* [n_edges][nsh + n_basis]: dE/dY, dE/d(basis), summed over layers */
@@ -34,7 +36,7 @@ template <typename REAL> struct BackwardArgs {
     /* epilogue: dE/d(layer input) -> node backward of the layer below */
     const REAL *gpart_in; /* [n_local][W] self-connection and resnet part of dE/d(input) */
     const REAL *y_prev, *rho_prev;
-    REAL *ga_out; /* dE/dA of the layer below */
+    REAL *ga_out; /* dE/dA of the layer below (as ga) */
     REAL *gpart_out;
     int W, epi_len;
     int EC;

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     int *sKnot = (int *)(smem + lay.off_knot);
     REAL *sC = (REAL *)(smem + lay.off_c);
 
-    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.dim);
+    ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.tile_dim);
     if (TAB) {
         ca.tab = L.rtab;
         ca.knot = shared_offset(sKnot);
@@ -226,10 +226,13 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
                 a.hout[(int64_t)(r0 + q) * a.W + k] = sH[q * dout + k];
         linear_fwd<REAL, kNB>(N.linear_1, N.in, N.in, t, nb, sH, dout, sT1, N.in.dim, false);
         __syncthreads();
-        for (int q = 0; q < nb; q++) {
-            const REAL s = N.sender_scale[t[q]];
-            for (int k = threadIdx.x; k < N.in.dim; k += blockDim.x)
-                a.h1_next[(int64_t)(r0 + q) * N.in.dim + k] = sT1[q * N.in.dim + k] * s;
+        /* h1 rows are tiled (model_dev.cuh) */
+        for (int k = threadIdx.x; k < N.in.dim; k += blockDim.x) {
+            const int b = block_of(N.in, k), rel = k - N.in.off[b];
+            const int at = tiled_index(N.in, b, rel / N.in.mul[b], rel % N.in.mul[b]);
+            for (int q = 0; q < nb; q++)
+                a.h1_next[(int64_t)(r0 + q) * N.in.tile_dim + at] =
+                    sT1[q * N.in.dim + k] * N.sender_scale[t[q]];
         }
         return;
     }
@@ -263,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             gy[k] = gyn[k];
     __syncthreads();
     linear_bwd<REAL, kNB>(L.linear_2, L.mid, L.conv, t, nb, gy, dconv,
-                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false);
+                          a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false, true);
     if (a.layer > 0) {
         REAL *gp = a.gpart_out + (int64_t)r0 * a.W;
         if (L.self_conn.n_instr > 0)

@@ -17,8 +17,8 @@ template <typename REAL> struct ForwardArgs {
     const int *species;
     const REAL *edge_feat; /* [n_edges][nsh + n_basis]: Y and radial basis (edge_geometry.cu) */
     /* inputs */
-    const REAL *h1;       /* [n_all][L.in.dim] sender features (layers >= 1) */
-    const REAL *h1_table; /* [n_species][L.in.dim] sender features of layer 0 */
+    const REAL *h1;       /* [n_all][L.in.tile_dim] sender features, tiled (layers >= 1) */
+    const REAL *h1_table; /* [n_species][L.in.tile_dim] sender features of layer 0 (tiled) */
     const REAL *hin;      /* [n_local][W] layer input (layers >= 1) */
     const REAL *embed;    /* [n_species][L.in.dim] layer-0 input */
     int W;                /* row stride of hin, hout, gpart_out */
@@ -26,7 +26,7 @@ template <typename REAL> struct ForwardArgs {
     REAL *A;              /* [n_local][a_stride] messages (scratch) */
     int a_stride;
     /* outputs */
-    REAL *hout, *h1_next;
+    REAL *hout, *h1_next; /* h1_next: [n_all][next in.tile_dim], tiled */
     REAL *y_save, *rho_save;
     /* last layer only */
     int n_readout;
@@ -34,7 +34,7 @@ template <typename REAL> struct ForwardArgs {
     Irreps readout_irreps[5];
     double *e_atom;
     const REAL *grad_top; /* [n_species][L.out.dim] */
-    REAL *ga_out;
+    REAL *ga_out; /* [n_local + 1][ga_stride] dE/dA, tiled (the last row stays zero) */
     int ga_stride;
     REAL *gpart_out;
     int EC;

@@ -5,6 +5,11 @@
  * index lookup is a uniform load).
  *
  * Feature layout is the host's: irrep blocks, each "ir_mul" (value (m, u) at off + m*mul + u).
+ * The rows the column passes gather per edge (sender features h1 and message gradients dE/dA)
+ * are stored tiled instead: each block's channels in tiles of 32, value (m, u) at
+ * tile_off + (u / 32) * 32 * (2l + 1) + m * 32 + u % 32, the last tile padded with zeros. A
+ * lane's values are then 32 apart whatever the model, so a gather is one address per row and
+ * loads at constant offsets (tiled_index).
  */
 #pragma once
 
@@ -26,7 +31,17 @@ struct Irreps {
     int mul[kMaxBlocks];
     int l[kMaxBlocks];
     int off[kMaxBlocks];
+    int tile_off[kMaxBlocks]; /* the tiled layout (above) */
+    int tile_dim;
 };
+
+constexpr int kTile = 32; /* channels per tile of the tiled layout */
+
+/* Where value k of the ir_mul layout of `ir` lives in its tiled layout. */
+__host__ __device__ inline int tiled_index(const Irreps &ir, int b, int m, int u)
+{
+    return ir.tile_off[b] + (u / kTile) * kTile * (2 * ir.l[b] + 1) + m * kTile + u % kTile;
+}
 
 struct LinInstr {
     int in_block, out_block;
@@ -54,7 +69,9 @@ struct Path {
     int l1, l2, l3;
     int mul;
     int in_off, in_mul;    /* sender-feature block */
+    int in_tile;           /* its offset in the tiled layout of h1 rows */
     int mid_off, mid_mul;  /* message block, and the path's first channel in it */
+    int mid_tile;          /* its offset in the tiled layout of dE/dA rows */
     int out_chan;
     int w_off;             /* first radial weight */
     int dx_off;            /* this path's block in the per-atom sender-gradient scratch */
@@ -165,7 +182,7 @@ template <typename REAL> struct DeviceModel {
     int n_layers, n_species;
     Layer<REAL> *layers; /* host array of structs pointing to device memory */
     Geometry geo;
-    const REAL *h1_table;   /* [n_species][in dim of layer 0]: layer-0 sender features */
+    const REAL *h1_table;   /* [n_species][tiled in dim of layer 0]: layer-0 sender features */
     const REAL *embed;      /* [n_species][in dim of layer 0] */
     const REAL *grad_top;   /* [n_species][out dim of last layer]: dE/dh_L = readout^T(scale) */
     int n_readout;
@@ -173,6 +190,7 @@ template <typename REAL> struct DeviceModel {
     Irreps readout_irreps[5];
     const double *energy_scale, *energy_shift; /* [n_species] device */
     int max_in, max_mid, max_conv, max_out, max_width;
+    int max_mid_tiled; /* widest dE/dA row in the tiled layout */
     void *allocations; /* list freed with the model */
     int table_rejected; /* upload failed because a radial table missed its error bound */
 };

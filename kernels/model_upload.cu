@@ -56,6 +56,8 @@ static Irreps convert_irreps(const struct fnq_irreps &h)
         d.mul[b] = h.block[b].mul;
         d.l[b] = h.block[b].l;
         d.off[b] = (int)h.block[b].offset;
+        d.tile_off[b] = d.tile_dim;
+        d.tile_dim += (h.block[b].mul + kTile - 1) / kTile * kTile * (2 * h.block[b].l + 1);
     }
     return d;
 }
@@ -197,7 +199,9 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         P.l1 = hp.l1, P.l2 = hp.l2, P.l3 = hp.l3, P.mul = hp.mul;
         P.in_off = (int)h.in.block[hp.in_block].offset;
         P.in_mul = h.in.block[hp.in_block].mul;
+        P.in_tile = d->in.tile_off[hp.in_block];
         P.mid_off = (int)h.mid.block[hp.out_block].offset;
+        P.mid_tile = d->mid.tile_off[hp.out_block];
         P.mid_mul = h.mid.block[hp.out_block].mul;
         P.out_chan = hp.out_chan;
         P.w_off = hp.w_offset;
@@ -365,6 +369,7 @@ enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, Dev
         const struct fnq_layer &L = m->layers[i];
         dm->max_in = std::max(dm->max_in, (int)L.in.dim);
         dm->max_mid = std::max(dm->max_mid, (int)L.mid.dim);
+        dm->max_mid_tiled = std::max(dm->max_mid_tiled, dm->layers[i].mid.tile_dim);
         dm->max_conv = std::max(dm->max_conv, (int)L.conv.dim);
         dm->max_out = std::max(dm->max_out, (int)L.out.dim);
     }
@@ -415,7 +420,16 @@ enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, Dev
         }
         std::copy(cur.begin(), cur.end(), top.begin() + (size_t)t * dL);
     }
-    FNQ_CHECK(upload_real<REAL>(al, h1.data(), h1.size(), &dm->h1_table));
+    /* the sender features in the layout the column passes gather (model_dev.cuh) */
+    const Irreps &in0 = dm->layers[0].in;
+    std::vector<double> h1t((size_t)T * in0.tile_dim, 0.0);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < in0.n; b++)
+            for (int m = 0; m < 2 * in0.l[b] + 1; m++)
+                for (int u = 0; u < in0.mul[b]; u++)
+                    h1t[(size_t)t * in0.tile_dim + tiled_index(in0, b, m, u)] =
+                        h1[(size_t)t * d0 + in0.off[b] + m * in0.mul[b] + u];
+    FNQ_CHECK(upload_real<REAL>(al, h1t.data(), h1t.size(), &dm->h1_table));
     FNQ_CHECK(upload_real<REAL>(al, m->embed, (size_t)T * d0, &dm->embed));
     FNQ_CHECK(upload_real<REAL>(al, top.data(), top.size(), &dm->grad_top));
     dm->n_readout = m->n_readout;

@@ -24,11 +24,12 @@ __device__ __forceinline__ int block_of(const Irreps &ir, int o)
  * TRANSPOSE false: y = linear(x), from `in` irreps to `out`, weights lin.w;
  * TRANSPOSE true:  y = linear^T(x), from `out` irreps to `in`, weights lin.wt (the transposed
  * copy, so both directions read weights with unit stride across threads).
+ * tiled_y: y is written in the tiled layout of its irreps (model_dev.cuh).
  * Each thread owns output elements; sums run in a fixed order. */
 template <typename REAL, int NB, bool TRANSPOSE>
 __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
                              const int *t, int nb, const REAL *x, int64_t sx, REAL *y,
-                             int64_t sy, bool accumulate)
+                             int64_t sy, bool accumulate, bool tiled_y)
 {
     const Irreps &src = TRANSPOSE ? out : in, &dst = TRANSPOSE ? in : out;
     const REAL *weights = TRANSPOSE ? lin.wt : lin.w;
@@ -72,10 +73,11 @@ __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Ir
             for (int a = 0; a < NB; a++)
                 acc[a] += REAL(ins.alpha) * s[a];
         }
+        const int yo = tiled_y ? tiled_index(dst, b, m, col) : o;
 #pragma unroll
         for (int a = 0; a < NB; a++)
             if (a < nb)
-                y[a * sy + o] = accumulate ? y[a * sy + o] + acc[a] : acc[a];
+                y[a * sy + yo] = accumulate ? y[a * sy + yo] + acc[a] : acc[a];
     }
 }
 
@@ -85,16 +87,16 @@ __device__ void linear_fwd(const Linear<REAL> &lin, const Irreps &in, const Irre
                            const int *t, int nb, const REAL *x, int64_t sx, REAL *y, int64_t sy,
                            bool accumulate)
 {
-    linear_apply<REAL, NB, false>(lin, in, out, t, nb, x, sx, y, sy, accumulate);
+    linear_apply<REAL, NB, false>(lin, in, out, t, nb, x, sx, y, sy, accumulate, false);
 }
 
-/* dx[a] = linear^T(dy[a]) (accumulate: +=) */
+/* dx[a] = linear^T(dy[a]) (accumulate: +=); tiled_dx: dx in the tiled layout of `in` */
 template <typename REAL, int NB>
 __device__ void linear_bwd(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
                            const int *t, int nb, const REAL *dy, int64_t sy, REAL *dx, int64_t sx,
-                           bool accumulate)
+                           bool accumulate, bool tiled_dx = false)
 {
-    linear_apply<REAL, NB, true>(lin, in, out, t, nb, dy, sy, dx, sx, accumulate);
+    linear_apply<REAL, NB, true>(lin, in, out, t, nb, dy, sy, dx, sx, accumulate, tiled_dx);
 }
 
 /* Deterministic block sums of NB values per thread; red has NB * blockDim.x doubles. */

@@ -39,6 +39,18 @@ __device__ __forceinline__ uint32_t shared_offset(const void *p)
     return (uint32_t)((const unsigned char *)p - fnq_dynamic_smem);
 }
 
+/* 4 consecutive values at a 4-value-aligned byte offset of shared memory */
+__device__ __forceinline__ void shared_quad(uint32_t byte_off, float (&h)[4])
+{
+    const float4 v = shared_at<float4>(byte_off);
+    h[0] = v.x, h[1] = v.y, h[2] = v.z, h[3] = v.w;
+}
+__device__ __forceinline__ void shared_quad(uint32_t byte_off, double (&h)[4])
+{
+    const double2 a = shared_at<double2>(byte_off), b = shared_at<double2>(byte_off + 16);
+    h[0] = a.x, h[1] = a.y, h[2] = b.x, h[3] = b.y;
+}
+
 /* Per staged edge: the sender, and the receiver with this bit set when the edge is the first
  * of the receiver's list (its sums start from zero rather than add to the previous chunk's). */
 constexpr int kFirstEdge = int(0x80000000u);
@@ -51,7 +63,8 @@ template <typename REAL> struct ColumnArgs {
     int nsh;
     uint32_t r;              /* radial weights of this round: [edge][ldr] */
     int ldr;
-    /* sender features: h1[j * din], or the per-species table for layer 0 */
+    /* sender features: h1[j * din], or the per-species table for layer 0 (tiled rows of din
+     * values, model_dev.cuh) */
     const REAL *h1;
     const int *species;
     int by_species, din;
@@ -98,9 +111,11 @@ template <typename REAL> struct ColumnView {
     const REAL *h1;
     int din;
     bool by_species;
-    /* 32-bit offsets into rows: one IMAD.WIDE per gathered element (64-bit pointer sums
-     * were 4-5 integer instructions each, the larger part of the passes' instructions) */
-    uint32_t in_off, in_mul; /* the path's sender features: row + in_off + m1 * in_mul (u in) */
+    /* Gathered rows are tiled (model_dev.cuh): the lane's values are kTile apart, so a row
+     * costs one 32-bit offset and one IMAD.WIDE, and its loads use constant offsets (with the
+     * ir_mul layout's stride of mul, each load needed two more instructions) */
+    uint32_t in_lane; /* the lane's first sender feature in an h1 row */
+    uint32_t ga_lane; /* its first message gradient in a dE/dA row */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
     const REAL *tab; /* table mode: the table at the lane's column (4 values per column) */
     uint32_t knot, coef, dcoef;
@@ -110,7 +125,10 @@ template <typename REAL> struct ColumnView {
         : e_first(c.e_first), n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
           r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
           r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
-          by_species(c.by_species != 0), in_off((uint32_t)(P.in_off + u)), in_mul((uint32_t)P.in_mul),
+          by_species(c.by_species != 0),
+          in_lane((uint32_t)(P.in_tile + (u / kTile) * kTile * (2 * P.l1 + 1) + u % kTile)),
+          ga_lane((uint32_t)(P.mid_tile + ((P.out_chan + u) / kTile) * kTile * (2 * P.l3 + 1) +
+                             (P.out_chan + u) % kTile)),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul),
           tab(c.tab ? c.tab + 4 * col : nullptr), knot(c.knot), coef(c.coef),
           dcoef(c.dcoef)
@@ -121,26 +139,34 @@ template <typename REAL> struct ColumnView {
     {
         table_values(tab + (uint32_t)shared_at<int>(knot + 4 * e), f);
     }
-    /* element (m, lane's channel) of row `row` of a message-gradient array with `stride`
-     * values per row */
-    __device__ __forceinline__ REAL msg_at(const REAL *base, uint32_t row, uint32_t stride,
-                                           int m) const
+    /* the lane's D message gradients of row `row` of a tiled dE/dA array with `stride` values
+     * per row */
+    template <int D>
+    __device__ __forceinline__ void msg_row(const REAL *base, uint32_t row, uint32_t stride,
+                                            REAL (&g)[D]) const
     {
-        return __ldg(base + (row * stride + (uint32_t)mid_off + (uint32_t)(m * mid_mul)));
+        const REAL *p = base + (row * stride + ga_lane);
+#pragma unroll
+        for (int m = 0; m < D; m++)
+            g[m] = __ldg(p + m * kTile);
     }
-    /* element m1 of the lane's sender features of sender-row `row` (sender_row) */
-    __device__ __forceinline__ REAL x_at(uint32_t row, int m1) const
+    /* the lane's D sender features of sender-row `row` (sender_row) */
+    template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
     {
-        return __ldg(h1 + (row * (uint32_t)din + in_off + (uint32_t)m1 * in_mul));
+        const REAL *p = h1 + (row * (uint32_t)din + in_lane);
+#pragma unroll
+        for (int m = 0; m < D; m++)
+            x[m] = __ldg(p + m * kTile);
     }
     /* w or dw/dt of edge e: f combined with its coefficients at `coefs` (radial_table.cuh) */
     __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
     {
-        const uint32_t at = coefs + 4 * e * (int)sizeof(REAL);
-        REAL s = shared_at<REAL>(at) * f[0];
+        REAL h[4];
+        shared_quad(coefs + 4 * e * (int)sizeof(REAL), h); /* one vector load */
+        REAL s = h[0] * f[0];
 #pragma unroll
         for (int j = 1; j < 4; j++)
-            s += shared_at<REAL>(at + j * (int)sizeof(REAL)) * f[j];
+            s += h[j] * f[j];
         return s;
     }
     __device__ __forceinline__ int sender_of(int e) const { return shared_at<int>(src + 4 * e); }
@@ -150,7 +176,7 @@ template <typename REAL> struct ColumnView {
         return shared_at<REAL>(y + e * y_stride + m * (int)sizeof(REAL));
     }
     __device__ __forceinline__ REAL weight(int e) const { return shared_at<REAL>(r + e * r_stride); }
-    /* the sender-feature row of atom j (x_at reads the lane's elements) */
+    /* the sender-feature row of atom j (x_row reads the lane's values) */
     __device__ __forceinline__ uint32_t sender_row(int j) const
     {
         return (uint32_t)(by_species ? __ldg(species + j) : j);
@@ -178,8 +204,10 @@ __device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const
  * and a separate function with the exact MLP (inlined there, the GEMM part of the kernel got
  * slower: 26.9 -> 28.5 ms, v2.4). */
 /* TAB (radial table mode): col is the lane's column of the table, and the lane computes its
- * weight per edge from the table (prefetched one edge ahead like the sender features); else
- * col is its column in the round's tile of weights. */
+ * weight per edge from the table; else col is its column in the round's tile of weights.
+ * Neither pass prefetches the next edge's rows: the copies between prefetch and compute
+ * registers cost more than the latency they hid once the rows were tiled (8000 / 64,000 Si
+ * 24.0 -> 23.5 ms, 191.5 -> 183.5 ms, H100, bench/NOTES.md v6); the other warps hide it. */
 template <int L1, int L2, int L3, bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                REAL *A, int a_stride)
@@ -189,17 +217,6 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
     REAL acc[T::D3];
     int cur = -1;
     bool first = false;
-    /* the next edge's sender features (and table values) are loaded while this edge is
-     * computed */
-    REAL xn[T::D1], fn[4] = {0, 0, 0, 0};
-    if (c.e_first < c.n) {
-        const uint32_t xr = c.sender_row(c.sender_of(c.e_first));
-#pragma unroll
-        for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = c.x_at(xr, m1);
-        if constexpr (TAB)
-            c.table_rows(c.e_first, fn);
-    }
     /* not unrolled: one copy of the body keeps the pass inside the instruction cache */
 #pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
@@ -213,21 +230,10 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
             for (int m3 = 0; m3 < T::D3; m3++)
                 acc[m3] = 0;
         }
-        REAL x[T::D1], y[T::D2], t[T::D3];
-#pragma unroll
-        for (int m1 = 0; m1 < T::D1; m1++)
-            x[m1] = xn[m1];
-        REAL f[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            f[j] = fn[j];
-        const int e_next = e + 1 < c.n ? e + 1 : e;
-        const uint32_t xr = c.sender_row(c.sender_of(e_next));
-#pragma unroll
-        for (int m1 = 0; m1 < T::D1; m1++)
-            xn[m1] = c.x_at(xr, m1);
+        REAL x[T::D1], y[T::D2], t[T::D3], f[4] = {0, 0, 0, 0};
+        c.x_row(c.sender_row(c.sender_of(e)), x);
         if constexpr (TAB)
-            c.table_rows(e_next, fn);
+            c.table_rows(e, f);
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
             y[m2] = c.Y(e, m2);
@@ -278,33 +284,25 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
     return w[0];
 }
 
-/* Backward of one warp task; every lane runs the edge loop (inactive lanes contribute zeros)
- * because of the warp reduction. dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
+/* Backward of one warp task; every lane runs the edge loop because of the warp reduction.
+ * Inactive lanes (channels past the path's mul) read the zero padding of the tiled rows, so
+ * their contributions are zeros without a branch; only their dE/dh1 sums are not written.
+ * dYw: this warp's dE/dY accumulator rows [edge][dyw_ld]. */
 /* ghost: the super-chunk holds edges sent by ghost atoms (sRecv = the ghost, sSrc = the
  * receiver): only the sender-feature gradient is wanted, through the edge itself (no flip). */
 /* What the backward pass reads per edge e from global memory: the sender's features x, its
- * message gradients gj when the reverse edge is used (else zeros) and, in table mode, the
- * edge's 4 table values f. */
+ * message gradients gj when the reverse edge is used (else the zero row of GA: loads without
+ * predicates or selects) and, in table mode, the edge's 4 table values f. */
 template <bool TAB, int D1, int D3, typename REAL>
 __device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, const REAL *GA,
-                                             int ga_stride, int i_valid, bool want_rev,
+                                             int ga_stride, int zero_row, bool want_rev,
                                              int rev_limit,
                                              REAL (&x)[D1], REAL (&gj)[D3], REAL (&f)[4])
 {
     const int j = c.sender_of(e);
-    const uint32_t xr = c.sender_row(j);
-#pragma unroll
-    for (int m1 = 0; m1 < D1; m1++)
-        x[m1] = c.x_at(xr, m1);
-    /* without the reverse edge read a row that exists (the receiver's) and drop it: loads
-     * without predicates */
+    c.x_row(c.sender_row(j), x);
     const bool rev = want_rev && j < rev_limit;
-    const uint32_t gr = (uint32_t)(rev ? j : i_valid);
-#pragma unroll
-    for (int m3 = 0; m3 < D3; m3++) {
-        const REAL v = c.msg_at(GA, gr, (uint32_t)ga_stride, m3);
-        gj[m3] = rev ? v : REAL(0);
-    }
+    c.msg_row(GA, (uint32_t)(rev ? j : zero_row), (uint32_t)ga_stride, gj);
     if constexpr (TAB)
         c.table_rows(e, f);
 }
@@ -332,24 +330,21 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const uint32_t dt_out = dyw + c.y_stride; /* slot nsh */
     const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
-    /* The next edge's sender features x, the sender's message gradients gj (reverse edge) and,
-     * in table mode, its 4 table values are loaded while this edge is computed; the
-     * receiver's own message gradients g once per receiver. */
-    REAL dxacc[T::D1], xn[T::D1], gjn[T::D3], g[T::D3], fn[4] = {0, 0, 0, 0};
+    /* per edge: the sender's features x, its message gradients gj (reverse edge) and, in
+     * table mode, the 4 table values (fetch_sender); the receiver's own message gradients g
+     * once per receiver */
+    REAL dxacc[T::D1], g[T::D3];
 #pragma unroll
     for (int m1 = 0; m1 < T::D1; m1++)
-        dxacc[m1] = xn[m1] = 0;
+        dxacc[m1] = 0;
 #pragma unroll
     for (int m3 = 0; m3 < T::D3; m3++)
-        gjn[m3] = g[m3] = 0;
+        g[m3] = 0;
     int cur = -1;
     bool first = false;
     const bool want_rev = ghost || need_dx;
-    const int row_ok = 0; /* a row of GA that exists whenever there are edges */
+    const int zero_row = n_local; /* GA's row of zeros */
     const int rev_limit = ghost ? 0x7fffffff : n_local;
-    if (active && c.e_first < c.n)
-        fetch_sender<TAB>(c, c.e_first, GA, ga_stride, row_ok, want_rev, rev_limit, xn, gjn,
-                          fn);
 #pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
@@ -362,32 +357,20 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] = 0;
-            /* the receiver's message gradients, in registers for all its edges */
-#pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                g[m3] = (ghost || !active) ? REAL(0)
-                                           : c.msg_at(GA, (uint32_t)i, (uint32_t)ga_stride, m3);
+            /* the receiver's message gradients, in registers for all its edges (a ghost
+             * has none) */
+            c.msg_row(GA, (uint32_t)(ghost ? zero_row : i), (uint32_t)ga_stride, g);
         }
         REAL v[DV];
 #pragma unroll
         for (int m2 = 0; m2 < DV; m2++)
             v[m2] = 0;
-        if (active) {
-            REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], f[4], dr = 0;
+        {
+            REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], f[4] = {0, 0, 0, 0}, dr = 0;
+            fetch_sender<TAB>(c, e, GA, ga_stride, zero_row, want_rev, rev_limit, x, gj, f);
 #pragma unroll
-            for (int m1 = 0; m1 < T::D1; m1++) {
-                x[m1] = xn[m1];
+            for (int m1 = 0; m1 < T::D1; m1++)
                 dxr[m1] = 0;
-            }
-#pragma unroll
-            for (int m3 = 0; m3 < T::D3; m3++)
-                gj[m3] = gjn[m3];
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                f[q] = fn[q];
-            if (e + 1 < c.n)
-                fetch_sender<TAB>(c, e + 1, GA, ga_stride, row_ok, want_rev, rev_limit, xn, gjn,
-                                  fn);
 #pragma unroll
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);

@@ -134,7 +134,8 @@ FNQ_API int32_t fnq_model_species_index(const struct fnq_model *model, const cha
 FNQ_API const char *fnq_model_path(const struct fnq_model *model);
 /* "nequix" or "nequip" */
 FNQ_API const char *fnq_model_family(const struct fnq_model *model);
-/* Per-atom feature width (values per atom) exchanged with ghost atoms before `layer`. */
+/* Per-atom feature width (values per atom) exchanged with ghost atoms before `layer`: the
+ * widest row any backend exchanges (the CUDA rows are padded; callers size buffers by it). */
 FNQ_API int32_t fnq_model_ghost_width(const struct fnq_model *model, int32_t layer);
 /* A human-readable multi-line description: architecture, irreps per layer, species. */
 FNQ_API enum fnq_status fnq_model_describe(const struct fnq_model *model, char *buf, size_t cap);
