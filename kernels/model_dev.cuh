@@ -68,7 +68,7 @@ struct Act {
 struct Path {
     int l1, l2, l3;
     int mul;
-    int in_off, in_mul;    /* sender-feature block */
+    int in_off;            /* sender-feature block (ir_mul layout) */
     int in_tile;           /* its offset in the tiled layout of h1 rows */
     int mid_off, mid_mul;  /* message block, and the path's first channel in it */
     int mid_tile;          /* its offset in the tiled layout of dE/dA rows */

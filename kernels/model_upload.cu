@@ -198,7 +198,6 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         memset(&P, 0, sizeof(P));
         P.l1 = hp.l1, P.l2 = hp.l2, P.l3 = hp.l3, P.mul = hp.mul;
         P.in_off = (int)h.in.block[hp.in_block].offset;
-        P.in_mul = h.in.block[hp.in_block].mul;
         P.in_tile = d->in.tile_off[hp.in_block];
         P.mid_off = (int)h.mid.block[hp.out_block].offset;
         P.mid_tile = d->mid.tile_off[hp.out_block];
