@@ -58,7 +58,9 @@ constexpr int kFirstEdge = int(0x80000000u);
 /* What a column pass needs besides the path itself. */
 template <typename REAL> struct ColumnArgs {
     int e_first, n;          /* the pass walks staged edges e_first .. n-1 (all: 0 .. n-1) */
-    uint32_t src, recv;      /* shared-memory offsets: per edge sender, receiver | kFirstEdge */
+    /* shared-memory offsets: per edge the sender's row of h1 (the sender; in layer 0, whose
+     * sender features depend on the species only, its species), receiver | kFirstEdge */
+    uint32_t src, recv;
     uint32_t y;              /* Y of edge e at y + (e * nsh + m) * sizeof(REAL) */
     int nsh;
     uint32_t r;              /* radial weights of this round: [edge][ldr] */
@@ -66,8 +68,7 @@ template <typename REAL> struct ColumnArgs {
     /* sender features: h1[j * din], or the per-species table for layer 0 (tiled rows of din
      * values, model_dev.cuh) */
     const REAL *h1;
-    const int *species;
-    int by_species, din;
+    int din;
     /* radial table mode: the layer's table (radial_table.cuh) and, per staged edge, where
      * its interval starts in the table (int) and its Hermite coefficients (4 REAL each:
      * weights; d/dt) */
@@ -92,8 +93,6 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.r = shared_offset(sR);
     ca.ldr = lay.ldr;
     ca.h1 = a.layer == 0 ? a.h1_table : a.h1;
-    ca.species = a.species;
-    ca.by_species = a.layer == 0;
     ca.din = din;
     ca.tab = nullptr;
     ca.knot = ca.coef = ca.dcoef = 0;
@@ -107,10 +106,8 @@ template <typename REAL> struct ColumnView {
     int e_first, n;
     uint32_t src, recv, y, r; /* shared memory: y and r already at the lane's Y block, column */
     uint32_t y_stride, r_stride; /* bytes per edge */
-    const int *species;
     const REAL *h1;
     int din;
-    bool by_species;
     /* Gathered rows are tiled (model_dev.cuh): the lane's values are kTile apart, so a row
      * costs one 32-bit offset and one IMAD.WIDE, and its loads use constant offsets (with the
      * ir_mul layout's stride of mul, each load needed two more instructions) */
@@ -124,8 +121,7 @@ template <typename REAL> struct ColumnView {
                                           int l2)
         : e_first(c.e_first), n(c.n), src(c.src), recv(c.recv), y(c.y + l2 * l2 * (int)sizeof(REAL)),
           r(c.r + col * (int)sizeof(REAL)), y_stride(c.nsh * sizeof(REAL)),
-          r_stride(c.ldr * sizeof(REAL)), species(c.species), h1(c.h1), din(c.din),
-          by_species(c.by_species != 0),
+          r_stride(c.ldr * sizeof(REAL)), h1(c.h1), din(c.din),
           in_lane((uint32_t)(P.in_tile + (u / kTile) * kTile * (2 * P.l1 + 1) + u % kTile)),
           ga_lane((uint32_t)(P.mid_tile + ((P.out_chan + u) / kTile) * kTile * (2 * P.l3 + 1) +
                              (P.out_chan + u) % kTile)),
@@ -150,7 +146,7 @@ template <typename REAL> struct ColumnView {
         for (int m = 0; m < D; m++)
             g[m] = __ldg(p + m * kTile);
     }
-    /* the lane's D sender features of sender-row `row` (sender_row) */
+    /* the lane's D sender features of h1 row `row` (sender_of) */
     template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
     {
         const REAL *p = h1 + (row * (uint32_t)din + in_lane);
@@ -176,11 +172,6 @@ template <typename REAL> struct ColumnView {
         return shared_at<REAL>(y + e * y_stride + m * (int)sizeof(REAL));
     }
     __device__ __forceinline__ REAL weight(int e) const { return shared_at<REAL>(r + e * r_stride); }
-    /* the sender-feature row of atom j (x_row reads the lane's values) */
-    __device__ __forceinline__ uint32_t sender_row(int j) const
-    {
-        return (uint32_t)(by_species ? __ldg(species + j) : j);
-    }
 };
 
 /* A column pass's per-lane state lives in register arrays. Every such array is zeroed before
@@ -231,7 +222,7 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
                 acc[m3] = 0;
         }
         REAL x[T::D1], y[T::D2], t[T::D3], f[4] = {0, 0, 0, 0};
-        c.x_row(c.sender_row(c.sender_of(e)), x);
+        c.x_row((uint32_t)c.sender_of(e), x);
         if constexpr (TAB)
             c.table_rows(e, f);
 #pragma unroll
@@ -300,7 +291,7 @@ __device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, c
                                              REAL (&x)[D1], REAL (&gj)[D3], REAL (&f)[4])
 {
     const int j = c.sender_of(e);
-    c.x_row(c.sender_row(j), x);
+    c.x_row((uint32_t)j, x);
     const bool rev = want_rev && j < rev_limit;
     c.msg_row(GA, (uint32_t)(rev ? j : zero_row), (uint32_t)ga_stride, gj);
     if constexpr (TAB)
