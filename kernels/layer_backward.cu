@@ -274,10 +274,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                                     GHOST ? a.send_edges : nullptr, e0, n, sKnot, sC, sDC);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
-            /* the sender's row of h1 (layer 0: per species; it needs no reverse edge, the
-             * only other use of the sender) */
-            const int j = GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e];
-            sSrc[k] = a.layer == 0 ? a.species[j] : j;
+            sSrc[k] = staged_sender(a, GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e]);
             const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }

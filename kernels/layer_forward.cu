@@ -113,9 +113,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last, nullptr, e0, n, sKnot, sC,
                                     nullptr);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
-            /* the sender's row of h1: layer 0's rows are per species */
-            const int j = (int)a.edge_send[e0 + k];
-            sSrc[k] = a.layer == 0 ? a.species[j] : j;
+            sSrc[k] = staged_sender(a, (int)a.edge_send[e0 + k]);
             const int i = (int)a.edge_recv[e0 + k];
             sRecv[k] = i | (e0 + k == a.recv_start[i] ? kFirstEdge : 0);
         }

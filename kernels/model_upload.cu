@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "model_upload.cuh"
+
+static_assert(fnqcu::kTile == FNQ_TILE, "one tile width for the core and the kernels");
 #include "tp_code_host.inc"
 
 extern "C" {
@@ -57,7 +59,7 @@ static Irreps convert_irreps(const struct fnq_irreps &h)
         d.l[b] = h.block[b].l;
         d.off[b] = (int)h.block[b].offset;
         d.tile_off[b] = d.tile_dim;
-        d.tile_dim += (h.block[b].mul + kTile - 1) / kTile * kTile * (2 * h.block[b].l + 1);
+        d.tile_dim += (int)fnq__tiled_block_dim(&h.block[b]);
     }
     return d;
 }

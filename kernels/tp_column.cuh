@@ -99,6 +99,14 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     return ca;
 }
 
+/* What an edge sent by atom j stages as its sender (ColumnArgs::src): j's row of h1. Layer 0's
+ * rows are per species; layer 0 uses the sender for nothing else (no reverse-edge term), so
+ * the passes need no per-edge branch on the layer. */
+template <typename Args> __device__ __forceinline__ int staged_sender(const Args &a, int j)
+{
+    return a.layer == 0 ? a.species[j] : j;
+}
+
 /* What a column pass reads in its edge loop, copied into registers once: the pass stores
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */

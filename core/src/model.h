@@ -49,6 +49,14 @@ struct fnq_irreps {
     int64_t dim; /* values per atom */
 };
 
+/* The CUDA backend stores the rows it gathers per edge tiled: each block's channels in tiles of
+ * FNQ_TILE, the last tile zero-padded (kernels/model_dev.cuh). Values a block then takes: */
+#define FNQ_TILE 32
+static inline int64_t fnq__tiled_block_dim(const struct fnq_irrep_block *b)
+{
+    return (int64_t)((b->mul + FNQ_TILE - 1) / FNQ_TILE * FNQ_TILE) * (2 * b->l + 1);
+}
+
 /* e3nn o3.Linear: out[b_out][m][w] += alpha * sum_u W[u][w] * in[b_in][m][u] per instruction */
 struct fnq_linear_instr {
     int32_t in_block, out_block;

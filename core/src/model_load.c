@@ -306,12 +306,11 @@ int32_t fnq_model_ghost_width(const struct fnq_model *m, int32_t layer)
 {
     if (!m || layer < 1 || layer >= m->n_layers)
         return 0;
-    /* the CUDA backend's rows pad each block to a multiple of 32 channels (kernels/
-     * model_dev.cuh, tiled layout); the CPU's rows are in.dim wide */
+    /* the CUDA backend's rows are tiled (padded); the CPU's are in.dim wide */
     const struct fnq_irreps *in = &m->layers[layer].in;
     int64_t padded = 0;
     for (int b = 0; b < in->n_blocks; b++)
-        padded += (int64_t)((in->block[b].mul + 31) / 32 * 32) * (2 * in->block[b].l + 1);
+        padded += fnq__tiled_block_dim(&in->block[b]);
     return (int32_t)(padded > in->dim ? padded : in->dim);
 }
 
