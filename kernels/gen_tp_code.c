@@ -14,6 +14,10 @@
  * (t[m3] += |c| (x y - x y + ...)): k + 1 instructions per group of k terms instead of 2 k
  * (a product by a constant and an FMA per term; the passes are issue bound, bench/NOTES.md).
  * Also a host table of the same terms, which the backend compares with the model's.
+ * Groups (tp_group.cuh): the paths one warp runs together per edge, all paths of one l1 with
+ * l2 in [lo, hi] and l1 + l2 + l3 even (the natural-parity paths that NequIP and Nequix models
+ * with hidden irreps 0e + 1o + 2e + 3o have), in (l2, l3) order; and a host copy to match a
+ * model's paths against.
  * usage: gen_tp_code OUTPUT_DEVICE.inc OUTPUT_HOST.inc
  */
 #include <math.h>
@@ -23,6 +27,10 @@
 #include "cg.h"
 
 #define LMAX 3
+
+/* (l1, lo, hi) of each group; l1 = 2, 3 are split in two by l2 so that a warp's receiver
+ * message gradients (one register per m3 of every path) stay within the register budget */
+static const int kGroups[][3] = {{0, 0, 3}, {1, 0, 3}, {2, 0, 1}, {2, 2, 3}, {3, 0, 1}, {3, 2, 3}};
 
 /* One output element out[o] (o is index number `oi` of (m1, m2, m3): 0, 1 or 2) of a path
  * with coefficients c[(m1 d2 + m2) d3 + m3] (times coef): its terms c a[i] b[j] over the two
@@ -133,8 +141,42 @@ int main(int argc, char **argv)
                 nl += snprintf(list + nl, sizeof(list) - (size_t)nl, " X(%d, %d, %d)", l1, l2, l3);
                 free(c);
             }
-    fprintf(dev, "} // namespace tpgen\n} // namespace fnqcu\n\n#define FNQ_TP_PATHS(X)%s\n",
-            list);
+    /* groups */
+    const int n_groups = (int)(sizeof(kGroups) / sizeof(kGroups[0]));
+    fprintf(dev, "template <int G> struct Group;\n\n");
+    fprintf(host, "};\n\nstatic const struct { int l1, lo, hi, n, l2[16], l3[16]; } "
+                  "fnq_tp_groups[] = {\n");
+    char glist[512];
+    int ng = 0;
+    glist[0] = 0;
+    for (int g = 0; g < n_groups; g++) {
+        const int l1 = kGroups[g][0], lo = kGroups[g][1], hi = kGroups[g][2];
+        int l2s[16], l3s[16], n = 0;
+        for (int l2 = lo; l2 <= hi; l2++)
+            for (int l3 = abs(l1 - l2); l3 <= l1 + l2 && l3 <= LMAX; l3++)
+                if ((l1 + l2 + l3) % 2 == 0)
+                    l2s[n] = l2, l3s[n] = l3, n++;
+        fprintf(dev, "template <> struct Group<%d> {\n    static constexpr int L1 = %d, L2LO = %d, "
+                     "L2HI = %d, N = %d;\n    static constexpr int L2[N] = {",
+                g, l1, lo, hi, n);
+        for (int k = 0; k < n; k++)
+            fprintf(dev, "%s%d", k ? ", " : "", l2s[k]);
+        fprintf(dev, "}, L3[N] = {");
+        for (int k = 0; k < n; k++)
+            fprintf(dev, "%s%d", k ? ", " : "", l3s[k]);
+        fprintf(dev, "};\n};\n\n");
+        fprintf(host, "    {%d, %d, %d, %d, {", l1, lo, hi, n);
+        for (int k = 0; k < n; k++)
+            fprintf(host, "%s%d", k ? ", " : "", l2s[k]);
+        fprintf(host, "}, {");
+        for (int k = 0; k < n; k++)
+            fprintf(host, "%s%d", k ? ", " : "", l3s[k]);
+        fprintf(host, "}},\n");
+        ng += snprintf(glist + ng, sizeof(glist) - (size_t)ng, " X(%d)", g);
+    }
+    fprintf(dev, "} // namespace tpgen\n} // namespace fnqcu\n\n#define FNQ_TP_PATHS(X)%s\n"
+                 "#define FNQ_TP_GROUPS(X)%s\n",
+            list, glist);
     fprintf(host, "};\n");
     fclose(dev);
     fclose(host);

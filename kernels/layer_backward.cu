@@ -28,6 +28,7 @@
 #include "radial_mlp.cuh"
 #include "radial_table.cuh"
 #include "tp_column.cuh"
+#include "tp_group.cuh"
 
 namespace fnqcu {
 
@@ -156,7 +157,7 @@ __device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const 
             if (start[r0 + q] != start[r0 + q + 1])
                 for (int p = 0; p < L.n_paths; p++) {
                     const Path P = L.paths[p];
-                    if (P.in_off == L.in.off[b])
+                    if (P.in_off == L.in.off[b] && P.dx_read)
                         s += dxpart[(int64_t)(r0 + q) * dx_stride + P.dx_off + m1 * P.mul + u];
                 }
             dh1[q * sd + o] = s;
@@ -292,13 +293,20 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
             } else {
                 ca.e_first = ca.n = 0;
             }
-            for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
-                const int4 tk = L.tasks[task];
-                column_backward_dispatch<true, REAL>(
-                    ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga, a.ga_stride,
-                    a.n_local, need_dx || GHOST, GHOST, 0,
-                    shared_offset(sDYw + parity * lay.nsh1), 2 * lay.nsh1, a.dxpart,
-                    a.dx_stride);
+            const uint32_t dyw = shared_offset(sDYw + parity * lay.nsh1);
+            for (int unit = parity; unit < L.n_units && !(a.skip & kSkipColumns); unit += 2) {
+                const int4 un = L.units[unit], tk = L.utasks[un.x];
+                if (un.z >= 0)
+                    group_backward_dispatch<REAL>(un.z, ca, L.paths, L.utasks + un.x,
+                                                  tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
+                                                  a.ga_stride, a.n_local, need_dx || GHOST,
+                                                  GHOST, dyw, 2 * lay.nsh1, a.dxpart,
+                                                  a.dx_stride);
+                else
+                    column_backward_dispatch<true, REAL>(
+                        ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
+                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, 0, dyw, 2 * lay.nsh1,
+                        a.dxpart, a.dx_stride);
             }
             ca.e_first = 0;
             ca.n = n;

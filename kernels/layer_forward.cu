@@ -23,6 +23,7 @@
 #include "radial_mlp.cuh"
 #include "radial_table.cuh"
 #include "tp_column.cuh"
+#include "tp_group.cuh"
 
 namespace fnqcu {
 
@@ -120,9 +121,10 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            /* warp = (atom q, task parity): the atom's edges of this chunk, every other task,
-             * so that a block runs two path functions at a time, not eight (instruction
-             * cache), and each receiver's sums still have one owner */
+            /* warp = (atom q, task parity): the atom's edges of this chunk, every other unit
+             * (a group of paths or one path, Layer::units), so that a block runs two path
+             * functions at a time, not eight (instruction cache), and each receiver's sums
+             * still have one owner */
             const int q = warp % kNB, parity = warp / kNB;
             if (q < nb) {
                 ca.e_first = (int)(max(a.recv_start[r0 + q], e0) - e0);
@@ -130,9 +132,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
             } else {
                 ca.e_first = ca.n = 0;
             }
-            for (int task = parity; task < L.n_tasks && !(a.skip & kSkipColumns); task += 2) {
-                const int4 tk = L.tasks[task];
-                if (lane < tk.z)
+            for (int unit = parity; unit < L.n_units && !(a.skip & kSkipColumns); unit += 2) {
+                const int4 un = L.units[unit], tk = L.utasks[un.x];
+                if (lane >= tk.z)
+                    continue;
+                if (un.z >= 0)
+                    group_forward_dispatch<REAL>(un.z, ca, L.paths, L.utasks + un.x, tk.y + lane,
+                                                 tk.w + lane, a.A, a.a_stride);
+                else
                     column_forward_dispatch<true, REAL>(ca, L.paths[tk.x], tk.y + lane,
                                                         tk.w + lane, a.A, a.a_stride);
             }

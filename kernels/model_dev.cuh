@@ -75,6 +75,8 @@ struct Path {
     int out_chan;
     int w_off;             /* first radial weight */
     int dx_off;            /* this path's block in the per-atom sender-gradient scratch */
+    int dx_read;           /* 0: a group's pass (tp_group.cuh) adds this path's part to the
+                            * group's first path's block instead */
     int pair0, npair;      /* pairs[pair0 .. pair0+npair) */
     int m3_start[2 * kMaxL + 2]; /* relative to pair0 */
     int m1_start[2 * kMaxL + 2]; /* into by_m1[pair0 ..] */
@@ -136,8 +138,15 @@ template <typename REAL> struct Layer {
     const int4 *tasks;  /* (path, first channel, valid lanes, first column = 32 t) */
     const int2 *rounds; /* (first task, first column) */
     int dx_dim;         /* per-atom sender-gradient scratch: sum over paths of d1 * mul */
+    /* radial table mode: units of work, one group of paths (tp_group.cuh) or one path for one
+     * tile of channels each, (first slot, slots, group or -1, 0), sorted by cost; utasks are
+     * their slots' tasks, a unit's consecutive, as in `tasks` with first column 32 t (t:
+     * index in utasks), which orders the table's columns */
+    int n_units;
+    const int4 *units;
+    const int4 *utasks;
     /* radial table mode (Geometry::table): the radial weights as a function of |r|, per knot
-     * and column (the last layer's columns in task order) the value w, the slope h dw/dr, the
+     * and column (columns in the order of utasks) the value w, the slope h dw/dr, the
      * difference to the next knot's value and the next knot's slope, [n_knots][ld_last][4],
      * for cubic Hermite interpolation (core/src/radial_table.h, radial_table.cuh). The MLP is
      * then not run at all. */

@@ -106,10 +106,78 @@ static int task_column_source(const struct fnq_layer &h, const std::vector<int4>
     return h.paths[tasks[t].x].w_offset + tasks[t].y + lane;
 }
 
+/* What a column task of path p costs per edge, roughly: its terms, its sender-feature and
+ * message-gradient loads and sums */
+static int path_cost(const struct fnq_tp_path &p)
+{
+    return p.n_terms + 2 * (2 * p.l1 + 1) + 3 * (2 * p.l3 + 1);
+}
+
+/* The work of a layer in radial table mode (Layer::units, utasks): per input block, the paths
+ * that make up a generated group (tp_group.cuh; every path of the group present once) run as
+ * that group, one unit per tile of 32 channels; the group's first path collects the group's
+ * sender-feature gradients (dx_read of the others: 0). Every other path runs alone. Units are
+ * sorted by cost (the two warps of an atom take every other one). */
+static void build_units(const struct fnq_layer &h, bool use_groups, std::vector<Path> *paths,
+                        std::vector<int4> *units, std::vector<int4> *utasks)
+{
+    struct Unit {
+        std::vector<int> path;
+        int u0, lanes, group, cost;
+    };
+    std::vector<Unit> list;
+    std::vector<int> grouped(h.n_paths, 0);
+    const int n_groups = (int)(sizeof(fnq_tp_groups) / sizeof(fnq_tp_groups[0]));
+    for (int b = 0; use_groups && b < h.in.n_blocks; b++) {
+        const int mul = h.in.block[b].mul;
+        for (int g = 0; g < n_groups; g++) {
+            const auto &G = fnq_tp_groups[g];
+            if (G.l1 != h.in.block[b].l)
+                continue;
+            std::vector<int> slot(G.n, -1);
+            bool ok = true;
+            for (int p = 0; p < h.n_paths; p++) {
+                const struct fnq_tp_path &hp = h.paths[p];
+                if (hp.in_block != b || hp.l2 < G.lo || hp.l2 > G.hi)
+                    continue;
+                int k = 0;
+                while (k < G.n && !(G.l2[k] == hp.l2 && G.l3[k] == hp.l3))
+                    k++;
+                if (k == G.n || slot[k] >= 0 || hp.mul != mul)
+                    ok = false;
+                else
+                    slot[k] = p;
+            }
+            for (int k = 0; k < G.n; k++)
+                ok = ok && slot[k] >= 0;
+            if (!ok)
+                continue;
+            int cost = 0;
+            for (int p : slot) {
+                cost += path_cost(h.paths[p]);
+                grouped[p] = 1;
+                (*paths)[p].dx_read = p == slot[0];
+            }
+            for (int u0 = 0; u0 < mul; u0 += 32)
+                list.push_back({slot, u0, std::min(32, mul - u0), g, cost});
+        }
+    }
+    for (int p = 0; p < h.n_paths; p++)
+        for (int u0 = 0; !grouped[p] && u0 < h.paths[p].mul; u0 += 32)
+            list.push_back({{p}, u0, std::min(32, h.paths[p].mul - u0), -1, path_cost(h.paths[p])});
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Unit &x, const Unit &y) { return x.cost > y.cost; });
+    for (const Unit &un : list) {
+        units->push_back(make_int4((int)utasks->size(), (int)un.path.size(), un.group, 0));
+        for (int p : un.path)
+            utasks->push_back(make_int4(p, un.u0, un.lanes, 32 * (int)utasks->size()));
+    }
+}
+
 constexpr double kTableMaxErrVal = 1e-7, kTableMaxErrSlope = 1e-5;
 
-/* The layer's radial weights tabulated over |r| (radial_table.h), columns in task order like
- * the last MLP layer's (tasks: the sorted column tasks). */
+/* The layer's radial weights tabulated over |r| (radial_table.h), columns in task order
+ * (tasks: Layer::utasks, task t owning columns 32 t .. 32 t + 31). */
 template <typename REAL>
 static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_model *m,
                                            const struct fnq_layer &h, int layer, int intervals,
@@ -207,6 +275,7 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         P.out_chan = hp.out_chan;
         P.w_off = hp.w_offset;
         P.dx_off = d->dx_dim;
+        P.dx_read = 1;
         d->dx_dim += (2 * hp.l1 + 1) * hp.mul;
         P.pair0 = (int)pairs.size();
         P.npair = hp.n_pairs;
@@ -242,7 +311,6 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         by_m1.insert(by_m1.end(), bm.begin(), bm.end());
     }
     d->n_paths = h.n_paths;
-    FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths));
 
     /* column tasks: 32 channels of one path each, sorted by cost (most terms first) so that
      * a round's tasks take similar time; rounds of kWarps tasks */
@@ -251,8 +319,7 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     for (int p = 0; p < h.n_paths; p++)
         for (int u0 = 0; u0 < h.paths[p].mul; u0 += 32) {
             tasks.push_back(make_int4(p, u0, std::min(32, h.paths[p].mul - u0), 0));
-            cost.push_back(h.paths[p].n_terms + 2 * (2 * h.paths[p].l1 + 1) +
-                           3 * (2 * h.paths[p].l3 + 1));
+            cost.push_back(path_cost(h.paths[p]));
         }
     std::vector<int> ord(tasks.size());
     for (size_t t = 0; t < ord.size(); t++)
@@ -295,9 +362,19 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
         FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
     }
-    if (table_intervals > 0)
-        FNQ_CHECK(upload_radial_table<REAL>(al, m, h, layer, table_intervals, sorted, d,
+    if (table_intervals > 0) {
+        std::vector<int4> units, utasks;
+        /* FNQ_NO_GROUPS=1: every path alone (to compare, bench/NOTES.md) */
+        const char *no_groups = getenv("FNQ_NO_GROUPS");
+        const bool groups = !no_groups || !*no_groups || !strcmp(no_groups, "0");
+        build_units(h, groups, &paths, &units, &utasks);
+        d->n_units = (int)units.size();
+        FNQ_CHECK(upload<int4>(al, units.data(), units.size(), &d->units));
+        FNQ_CHECK(upload<int4>(al, utasks.data(), utasks.size(), &d->utasks));
+        FNQ_CHECK(upload_radial_table<REAL>(al, m, h, layer, table_intervals, utasks, d,
                                             table_rejected));
+    }
+    FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths)); /* dx_read set above */
 
     /* the kernels' tensor-product code is generated (tp_code.inc); check the model's terms
      * are those, path by path */

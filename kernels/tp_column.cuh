@@ -249,36 +249,46 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
         flush_sums<T::D3>(A + (int64_t)cur * a_stride + c.mid_off, c.mid_mul, first, acc);
 }
 
-/* Sum D values over the 32 lanes of a warp in about D + 5 shuffles instead of 5 D: while more
- * than one value is left, each lane keeps half of its values and sends the other half to its
- * partner (lane ^ off), which adds it to its own; then a butterfly sums the last value. Lanes
- * whose bits 4.. agree end with the same sum, of value number *idx (< P2, the values padded to
- * a power of two with zeros; idx >= D are padding). Fixed order, so reproducible. */
-template <int D, typename REAL>
-__device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, int *idx)
+/* One halving step of warp_sum_spread: CNT values -> CNT / 2, exchanged with lane ^ OFF. */
+template <int CNT, int OFF, typename REAL>
+__device__ __forceinline__ void spread_step(REAL *w, int lane, int &base)
 {
-    constexpr int P2 = D <= 1 ? 1 : D <= 2 ? 2 : D <= 4 ? 4 : 8;
-    static_assert(D <= 8, "at most 8 values");
-    REAL w[P2];
-#pragma unroll
-    for (int m = 0; m < P2; m++)
-        w[m] = m < D ? v[m] : REAL(0);
-    int base = 0, off = 16;
-#pragma unroll
-    for (int cnt = P2; cnt > 1; cnt >>= 1, off >>= 1) {
-        const int half = cnt >> 1;
-        const bool upper = (lane & off) != 0;
+    if constexpr (CNT > 1) {
+        constexpr int half = CNT / 2;
+        const bool upper = (lane & OFF) != 0;
 #pragma unroll
         for (int j = 0; j < half; j++) {
             const REAL send = upper ? w[j] : w[j + half];
             const REAL keep = upper ? w[j + half] : w[j];
-            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
         }
         base += upper ? half : 0;
-    }
+        spread_step<half, OFF / 2, REAL>(w, lane, base);
+    } else {
 #pragma unroll
-    for (; off > 0; off >>= 1)
-        w[0] += __shfl_xor_sync(0xffffffffu, w[0], off);
+        for (int off = OFF; off > 0; off >>= 1)
+            w[0] += __shfl_xor_sync(0xffffffffu, w[0], off);
+    }
+}
+
+/* Sum D values over the 32 lanes of a warp in about D + 5 shuffles instead of 5 D: while more
+ * than one value is left, each lane keeps half of its values and sends the other half to its
+ * partner (lane ^ off), which adds it to its own; then a butterfly sums the last value. Lanes
+ * whose bits 5 - log2(P2) .. 4 agree end with the same sum, of value number *idx (< P2, the
+ * values padded to a power of two with zeros; idx >= D are padding). Fixed order, so
+ * reproducible. The steps are a template recursion: as a loop over the step, the compiler
+ * kept the values of a 16-value sum in local memory. */
+template <int D, typename REAL>
+__device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, int *idx)
+{
+    constexpr int P2 = D <= 1 ? 1 : D <= 2 ? 2 : D <= 4 ? 4 : D <= 8 ? 8 : 16;
+    static_assert(D <= 16, "at most 16 values");
+    REAL w[P2];
+#pragma unroll
+    for (int m = 0; m < P2; m++)
+        w[m] = m < D ? v[m] : REAL(0);
+    int base = 0;
+    spread_step<P2, 16, REAL>(w, lane, base);
     *idx = base;
     return w[0];
 }
