@@ -28,9 +28,10 @@
 
 #define LMAX 3
 
-/* (l1, lo, hi) of each group; l1 = 2, 3 are split in two by l2 so that a warp's receiver
- * message gradients (one register per m3 of every path) stay within the register budget */
-static const int kGroups[][3] = {{0, 0, 3}, {1, 0, 3}, {2, 0, 1}, {2, 2, 3}, {3, 0, 1}, {3, 2, 3}};
+/* (l1, lo, hi) of each group: every l2 (no register spills at 128 per thread; split by l2 into
+ * two groups for l1 = 2 and 3, 8000 / 64,000 Si took 16.7 / 127.8 ms per step, H100, against
+ * 16.0 / 122.4 whole) */
+static const int kGroups[][3] = {{0, 0, 3}, {1, 0, 3}, {2, 0, 3}, {3, 0, 3}};
 
 /* One output element out[o] (o is index number `oi` of (m1, m2, m3): 0, 1 or 2) of a path
  * with coefficients c[(m1 d2 + m2) d3 + m3] (times coef): its terms c a[i] b[j] over the two
