@@ -33,6 +33,16 @@ __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Ir
 {
     const Irreps &src = TRANSPOSE ? out : in, &dst = TRANSPOSE ? in : out;
     const REAL *weights = TRANSPOSE ? lin.wt : lin.w;
+    /* per-species weights of atoms that are all one species: each weight loaded once for all
+     * of them, as for shared weights (same sums, in the same order) */
+    bool shared = !lin.species_indexed;
+    if (!shared) {
+        shared = true;
+        for (int a = 1; a < nb; a++)
+            shared = shared && t[a] == t[0];
+        if (shared)
+            weights += (int64_t)t[0] * lin.n_w;
+    }
     for (int o = threadIdx.x; o < dst.dim; o += blockDim.x) {
         const int b = block_of(dst, o), md = dst.mul[b];
         const int rel = o - dst.off[b], m = rel / md, col = rel % md;
@@ -51,14 +61,19 @@ __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Ir
 #pragma unroll
             for (int a = 0; a < NB; a++)
                 s[a] = 0;
-            if (!lin.species_indexed) {
+            if (shared) {
+                /* per-atom row pointers: the unrolled loop's loads take constant offsets */
                 const REAL *wc = weights + ins.w_off + col;
-                for (int u = 0; u < ms; u++) {
-                    const REAL wv = wc[(int64_t)u * md];
+                const REAL *xa[NB];
+#pragma unroll
+                for (int a = 0; a < NB; a++)
+                    xa[a] = x + (a < nb ? a : 0) * sx + xo;
+                for (int u = 0; u < ms; u++, wc += md) {
+                    const REAL wv = *wc;
 #pragma unroll
                     for (int a = 0; a < NB; a++)
                         if (a < nb)
-                            s[a] += wv * x[a * sx + xo + u];
+                            s[a] += wv * xa[a][u];
                 }
             } else {
 #pragma unroll
