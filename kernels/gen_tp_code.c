@@ -84,6 +84,13 @@ static void emit_grouped(FILE *f, const double *c, int d1, int d2, int d3, doubl
         }
 }
 
+/* n integers, comma separated */
+static void print_ints(FILE *f, const int *v, int n)
+{
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%s%d", k ? ", " : "", v[k]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -160,18 +167,14 @@ int main(int argc, char **argv)
         fprintf(dev, "template <> struct Group<%d> {\n    static constexpr int L1 = %d, L2LO = %d, "
                      "L2HI = %d, N = %d;\n    static constexpr int L2[N] = {",
                 g, l1, lo, hi, n);
-        for (int k = 0; k < n; k++)
-            fprintf(dev, "%s%d", k ? ", " : "", l2s[k]);
+        print_ints(dev, l2s, n);
         fprintf(dev, "}, L3[N] = {");
-        for (int k = 0; k < n; k++)
-            fprintf(dev, "%s%d", k ? ", " : "", l3s[k]);
+        print_ints(dev, l3s, n);
         fprintf(dev, "};\n};\n\n");
         fprintf(host, "    {%d, %d, %d, %d, {", l1, lo, hi, n);
-        for (int k = 0; k < n; k++)
-            fprintf(host, "%s%d", k ? ", " : "", l2s[k]);
+        print_ints(host, l2s, n);
         fprintf(host, "}, {");
-        for (int k = 0; k < n; k++)
-            fprintf(host, "%s%d", k ? ", " : "", l3s[k]);
+        print_ints(host, l3s, n);
         fprintf(host, "}},\n");
         ng += snprintf(glist + ng, sizeof(glist) - (size_t)ng, " X(%d)", g);
     }

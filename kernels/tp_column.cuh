@@ -185,6 +185,35 @@ template <typename REAL> struct ColumnView {
 /* A column pass's per-lane state lives in register arrays. Every such array is zeroed before
  * the edge loop: one first written inside a branch of the loop was kept in local memory by the
  * compiler (loads and stores every edge; bench/NOTES.md v2.5). */
+template <int D, typename REAL> __device__ __forceinline__ void zero_values(REAL *a)
+{
+#pragma unroll
+    for (int m = 0; m < D; m++)
+        a[m] = 0;
+}
+
+/* Which row of dE/dA a backward pass reads (rows of the tiled array; row n_local is zeros).
+ * For the reverse edge of an edge sent by j: j's own row when j is owned and the sender-feature
+ * gradient is wanted, or always in the ghost pass (its edges are used as they are), else the
+ * zero row (loads without predicates or selects). For the receiver i: i's row (a ghost has
+ * none: the zero row). */
+struct GradRows {
+    int zero_row, rev_limit;
+    bool ghost;
+    __device__ __forceinline__ GradRows(bool ghost_pass, bool need_dx, int n_local)
+        : zero_row(n_local),
+          rev_limit(ghost_pass ? 0x7fffffff : need_dx ? n_local : 0), ghost(ghost_pass)
+    {
+    }
+    __device__ __forceinline__ uint32_t reverse(int j) const
+    {
+        return (uint32_t)(j < rev_limit ? j : zero_row);
+    }
+    __device__ __forceinline__ uint32_t receiver(int i) const
+    {
+        return (uint32_t)(ghost ? zero_row : i);
+    }
+};
 
 /* Write (first edge of the receiver's list) or add the lane's D sums at row[m * mul]. */
 template <int D, typename REAL>
@@ -304,14 +333,12 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
  * predicates or selects) and, in table mode, the edge's 4 table values f. */
 template <bool TAB, int D1, int D3, typename REAL>
 __device__ __forceinline__ void fetch_sender(const ColumnView<REAL> &c, int e, const REAL *GA,
-                                             int ga_stride, int zero_row, bool want_rev,
-                                             int rev_limit,
+                                             int ga_stride, const GradRows &rows,
                                              REAL (&x)[D1], REAL (&gj)[D3], REAL (&f)[4])
 {
     const int j = c.sender_of(e);
     c.x_row((uint32_t)j, x);
-    const bool rev = want_rev && j < rev_limit;
-    c.msg_row(GA, (uint32_t)(rev ? j : zero_row), (uint32_t)ga_stride, gj);
+    c.msg_row(GA, rows.reverse(j), (uint32_t)ga_stride, gj);
     if constexpr (TAB)
         c.table_rows(e, f);
 }
@@ -343,17 +370,11 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
      * table mode, the 4 table values (fetch_sender); the receiver's own message gradients g
      * once per receiver */
     REAL dxacc[T::D1], g[T::D3];
-#pragma unroll
-    for (int m1 = 0; m1 < T::D1; m1++)
-        dxacc[m1] = 0;
-#pragma unroll
-    for (int m3 = 0; m3 < T::D3; m3++)
-        g[m3] = 0;
+    zero_values<T::D1>(dxacc);
+    zero_values<T::D3>(g);
     int cur = -1;
     bool first = false;
-    const bool want_rev = ghost || need_dx;
-    const int zero_row = n_local; /* GA's row of zeros */
-    const int rev_limit = ghost ? 0x7fffffff : n_local;
+    const GradRows rows(ghost, need_dx, n_local);
 #pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
@@ -363,12 +384,9 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
                                   dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
-#pragma unroll
-            for (int m1 = 0; m1 < T::D1; m1++)
-                dxacc[m1] = 0;
-            /* the receiver's message gradients, in registers for all its edges (a ghost
-             * has none) */
-            c.msg_row(GA, (uint32_t)(ghost ? zero_row : i), (uint32_t)ga_stride, g);
+            zero_values<T::D1>(dxacc);
+            /* the receiver's message gradients, in registers for all its edges */
+            c.msg_row(GA, rows.receiver(i), (uint32_t)ga_stride, g);
         }
         REAL v[DV];
 #pragma unroll
@@ -376,7 +394,7 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             v[m2] = 0;
         {
             REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], f[4] = {0, 0, 0, 0}, dr = 0;
-            fetch_sender<TAB>(c, e, GA, ga_stride, zero_row, want_rev, rev_limit, x, gj, f);
+            fetch_sender<TAB>(c, e, GA, ga_stride, rows, x, gj, f);
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxr[m1] = 0;

@@ -74,9 +74,7 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
         mmul[K] = P.mid_mul;
     });
     REAL acc[GL::NACC];
-#pragma unroll
-    for (int k = 0; k < GL::NACC; k++)
-        acc[k] = 0;
+    zero_values<GL::NACC>(acc);
     int cur = -1;
     bool first = false;
     auto flush = [&]() {
@@ -98,9 +96,7 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
                 flush();
             cur = i;
             first = (ri & kFirstEdge) != 0;
-#pragma unroll
-            for (int k = 0; k < GL::NACC; k++)
-                acc[k] = 0;
+            zero_values<GL::NACC>(acc);
         }
         REAL x[GL::D1], y[GL::NY], h[4];
         c.x_row((uint32_t)c.sender_of(e), x);
@@ -182,17 +178,11 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
     const uint32_t dy_out = dyw + GL::Y0 * (int)sizeof(REAL);
     const uint32_t dt_out = dyw + c.y_stride; /* slot nsh */
     REAL dxacc[GL::D1], g[GL::NACC];
-#pragma unroll
-    for (int m = 0; m < GL::D1; m++)
-        dxacc[m] = 0;
-#pragma unroll
-    for (int k = 0; k < GL::NACC; k++)
-        g[k] = 0;
+    zero_values<GL::D1>(dxacc);
+    zero_values<GL::NACC>(g);
     int cur = -1;
     bool first = false;
-    const bool want_rev = ghost || need_dx;
-    const int zero_row = n_local; /* GA's row of zeros */
-    const int rev_limit = ghost ? 0x7fffffff : n_local;
+    const GradRows rows(ghost, need_dx, n_local);
 #pragma unroll 1
     for (int e = c.e_first; e < c.n; e++) {
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
@@ -202,11 +192,9 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
                                    dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
-#pragma unroll
-            for (int m = 0; m < GL::D1; m++)
-                dxacc[m] = 0;
-            /* the receiver's message gradients of every slot (a ghost has none) */
-            const REAL *row = GA + (uint32_t)(ghost ? zero_row : i) * (uint32_t)ga_stride;
+            zero_values<GL::D1>(dxacc);
+            /* the receiver's message gradients of every slot */
+            const REAL *row = GA + rows.receiver(i) * (uint32_t)ga_stride;
             static_for<GL::N>([&](auto K) {
                 constexpr int k = decltype(K)::value;
                 tiled_values<2 * Gr::L3[k] + 1>(row + ga[k], g + GL::acc_off(k));
@@ -215,8 +203,7 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
         const int j = c.sender_of(e);
         REAL x[GL::D1], y[GL::NY], h[4], hd[4], vy[GL::NY], dt = 0;
         c.x_row((uint32_t)j, x);
-        const bool rev = want_rev && j < rev_limit;
-        const REAL *rowj = GA + (uint32_t)(rev ? j : zero_row) * (uint32_t)ga_stride;
+        const REAL *rowj = GA + rows.reverse(j) * (uint32_t)ga_stride;
 #pragma unroll
         for (int m = 0; m < GL::NY; m++) {
             y[m] = c.Y(e, m);
