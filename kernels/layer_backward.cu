@@ -18,8 +18,8 @@
  * edge lists of their own) and only produces their dE/dh1; the epilogue then waits for the
  * reverse exchange and runs as backward_epilogue_kernel.
  * Radial table mode (float32 default): no MLP, no rounds and no weight tiles; warp (atom q,
- * task parity) runs every other column task over atom q's edges, weights and dw/dt from the
- * table, and dE/dt of each edge (summed with dE/dY) goes to edge_ggeo instead of dE/d(basis).
+ * parity) runs every other unit (a path group, tp_group.cuh, or one path's column task) over
+ * atom q's edges, weights and dw/dt from the table, and dE/dt of each edge (summed with dE/dY) goes to edge_ggeo instead of dE/d(basis).
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"
@@ -228,8 +228,8 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
     }
 }
 
-/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs every other column
- * task over one atom's edges on its own, weights and dw/dt from the table, and sums dE/dt with
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs every other unit
+ * (Layer::units) over one atom's edges on its own, weights and dw/dt from the table, and sums dE/dt with
  * dE/dY in its parity's rows */
 template <typename REAL, bool GHOST, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)

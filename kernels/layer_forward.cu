@@ -12,9 +12,9 @@
  *     features h1 = linear_1'(h') s, or, after the last layer, the atomic energies and the top of
  *     the backward pass (dE/dA of this layer and the self-connection part of dE/dh).
  * Nothing per edge leaves the block except through A (per atom).
- * Radial table mode (float32 default): no MLP and no rounds; warp (atom q, task parity) runs
- * every other column task over atom q's edges, each lane interpolating its weights from the
- * layer's table (radial_table.cuh).
+ * Radial table mode (float32 default): no MLP and no rounds; warp (atom q, parity) runs every
+ * other unit (a path group, tp_group.cuh, or one path's column task) over atom q's edges, each
+ * lane interpolating its weights from the layer's table (radial_table.cuh).
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"
@@ -74,8 +74,8 @@ template <typename REAL> struct FwdLayout {
     __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
 };
 
-/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its column tasks over
- * one atom's edges on its own, weights from the table */
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its units
+ * (Layer::units) over one atom's edges on its own, weights from the table */
 template <typename REAL, bool TAB>
 __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<REAL> a)
 {
