@@ -107,6 +107,27 @@ template <typename Args> __device__ __forceinline__ int staged_sender(const Args
     return a.layer == 0 ? a.species[j] : j;
 }
 
+/* D values at p + m * kTile (a lane's values of a tiled row, model_dev.cuh) */
+template <int D, typename REAL>
+__device__ __forceinline__ void tiled_values(const REAL *p, REAL *out)
+{
+#pragma unroll
+    for (int m = 0; m < D; m++)
+        out[m] = __ldg(p + m * kTile);
+}
+
+/* w or dw/dt: the 4 table values f combined with their Hermite coefficients h
+ * (radial_table.cuh) */
+template <typename REAL>
+__device__ __forceinline__ REAL hermite_dot(const REAL (&h)[4], const REAL (&f)[4])
+{
+    REAL s = h[0] * f[0];
+#pragma unroll
+    for (int j = 1; j < 4; j++)
+        s += h[j] * f[j];
+    return s;
+}
+
 /* What a column pass reads in its edge loop, copied into registers once: the pass stores
  * through generic pointers, so fields read through the ColumnArgs and Path references would be
  * reloaded after every store. */
@@ -138,10 +159,22 @@ template <typename REAL> struct ColumnView {
           dcoef(c.dcoef)
     {
     }
-    /* table mode: the 4 table values of edge e's interval (radial_table.cuh) */
+    /* table mode: the lane's column of the table at edge e's interval (radial_table.cuh);
+     * the column 32 k further is k * 4 * kTile values on */
+    __device__ __forceinline__ const REAL *table_at(int e) const
+    {
+        return tab + (uint32_t)shared_at<int>(knot + 4 * e);
+    }
+    /* its 4 table values */
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
-        table_values(tab + (uint32_t)shared_at<int>(knot + 4 * e), f);
+        table_values(table_at(e), f);
+    }
+    /* edge e's 4 Hermite coefficients at `coefs` (coef: of w, dcoef: of dw/dt), one vector
+     * load */
+    __device__ __forceinline__ void hermite_coefs(uint32_t coefs, int e, REAL (&h)[4]) const
+    {
+        shared_quad(coefs + 4 * e * (int)sizeof(REAL), h);
     }
     /* the lane's D message gradients of row `row` of a tiled dE/dA array with `stride` values
      * per row */
@@ -149,29 +182,19 @@ template <typename REAL> struct ColumnView {
     __device__ __forceinline__ void msg_row(const REAL *base, uint32_t row, uint32_t stride,
                                             REAL (&g)[D]) const
     {
-        const REAL *p = base + (row * stride + ga_lane);
-#pragma unroll
-        for (int m = 0; m < D; m++)
-            g[m] = __ldg(p + m * kTile);
+        tiled_values<D>(base + (row * stride + ga_lane), g);
     }
     /* the lane's D sender features of h1 row `row` (sender_of) */
     template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
     {
-        const REAL *p = h1 + (row * (uint32_t)din + in_lane);
-#pragma unroll
-        for (int m = 0; m < D; m++)
-            x[m] = __ldg(p + m * kTile);
+        tiled_values<D>(h1 + (row * (uint32_t)din + in_lane), x);
     }
     /* w or dw/dt of edge e: f combined with its coefficients at `coefs` (radial_table.cuh) */
     __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
     {
         REAL h[4];
-        shared_quad(coefs + 4 * e * (int)sizeof(REAL), h); /* one vector load */
-        REAL s = h[0] * f[0];
-#pragma unroll
-        for (int j = 1; j < 4; j++)
-            s += h[j] * f[j];
-        return s;
+        hermite_coefs(coefs, e, h);
+        return hermite_dot(h, f);
     }
     __device__ __forceinline__ int sender_of(int e) const { return shared_at<int>(src + 4 * e); }
     __device__ __forceinline__ int receiver_of(int e) const { return shared_at<int>(recv + 4 * e); }
@@ -322,6 +345,44 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
     return w[0];
 }
 
+/* dE/dY of one edge (NY values: the pass's Y from its first l2 on) and, with DT, its dE/dt,
+ * summed over the warp in a fixed order and added to the warp's row of the edge: dy (its first
+ * Y) and dt_at (slot nsh). Up to 8 values: one spread sum, one writer lane per value; more:
+ * a 16-value spread sum (lane pairs hold each value) and a butterfly for dE/dt, written by
+ * lane 1. */
+template <int NY, bool DT, typename REAL>
+__device__ __forceinline__ void warp_sum_dy(const REAL *vy, REAL dt, int lane, uint32_t dy,
+                                            uint32_t dt_at)
+{
+    constexpr int NV = NY + (DT ? 1 : 0);
+    int idx;
+    if constexpr (NV <= 8) {
+        REAL v[NV];
+#pragma unroll
+        for (int m = 0; m < NY; m++)
+            v[m] = vy[m];
+        if constexpr (DT)
+            v[NY] = dt;
+        constexpr int P2 = NV <= 1 ? 1 : NV <= 2 ? 2 : NV <= 4 ? 4 : 8;
+        const REAL s = warp_sum_spread<NV>(v, lane, &idx);
+        if ((lane & (32 / P2 - 1)) == 0 && idx < NV)
+            shared_at<REAL>(idx < NY ? dy + idx * (int)sizeof(REAL) : dt_at) += s;
+    } else {
+        static_assert(DT && NY <= 16, "more than 8 values: dE/dY of up to 16 and dE/dt");
+        REAL v[NY];
+#pragma unroll
+        for (int m = 0; m < NY; m++)
+            v[m] = vy[m];
+        const REAL s = warp_sum_spread<NY>(v, lane, &idx);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            dt += __shfl_xor_sync(0xffffffffu, dt, off);
+        const bool odd = (lane & 1) != 0;
+        if (odd ? lane == 1 : idx < NY)
+            shared_at<REAL>(odd ? dt_at : dy + idx * (int)sizeof(REAL)) += odd ? dt : s;
+    }
+}
+
 /* Backward of one warp task; every lane runs the edge loop because of the warp reduction.
  * Inactive lanes (channels past the path's mul) read the zero padding of the tiled rows, so
  * their contributions are zeros without a branch; only their dE/dh1 sums are not written.
@@ -353,8 +414,6 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
                                 int dyw_ld, REAL *dxpart, int dx_stride)
 {
     using T = tpgen::Path<L1, L2, L3>;
-    constexpr int DV = T::D2 + (TAB ? 1 : 0); /* values summed over the warp per edge */
-    constexpr int P2 = DV <= 1 ? 1 : DV <= 2 ? 2 : DV <= 4 ? 4 : 8;
     const ColumnView<REAL> c(ca, P, u, col, L2);
     const int lane = threadIdx.x & 31;
     const REAL flip = (!ghost && (L2 & 1)) ? REAL(-1) : REAL(1);
@@ -362,10 +421,9 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
     /* dE/d(radial weight) of edge e at dr_out + e * r_stride (the round's tile of them has the
      * layout of the weights' tile) */
     const uint32_t dr_out = dr_tile + col * (int)sizeof(REAL);
-    /* the lanes that write dE/dY (and dE/dt) after the reduction: one per value */
+    /* where dE/dY (and dE/dt) of edge e go, + e * dyw_ld values */
     const uint32_t dy_out = dyw + L2 * L2 * (int)sizeof(REAL);
     const uint32_t dt_out = dyw + c.y_stride; /* slot nsh */
-    const bool dy_writer = (lane & (32 / P2 - 1)) == 0;
     /* per edge: the sender's features x, its message gradients gj (reverse edge) and, in
      * table mode, the 4 table values (fetch_sender); the receiver's own message gradients g
      * once per receiver */
@@ -388,10 +446,8 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             /* the receiver's message gradients, in registers for all its edges */
             c.msg_row(GA, rows.receiver(i), (uint32_t)ga_stride, g);
         }
-        REAL v[DV];
-#pragma unroll
-        for (int m2 = 0; m2 < DV; m2++)
-            v[m2] = 0;
+        REAL v[T::D2], dt = 0;
+        zero_values<T::D2>(v);
         {
             REAL x[T::D1], y[T::D2], gj[T::D3], dxr[T::D1], f[4] = {0, 0, 0, 0}, dr = 0;
             fetch_sender<TAB>(c, e, GA, ga_stride, rows, x, gj, f);
@@ -408,7 +464,7 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             REAL r;
             if constexpr (TAB) {
                 r = c.hermite(c.coef, e, f);
-                v[T::D2] = dr * c.hermite(c.dcoef, e, f);
+                dt = dr * c.hermite(c.dcoef, e, f);
             } else {
                 r = c.weight(e);
                 shared_at<REAL>(dr_out + e * c.r_stride) = dr;
@@ -421,12 +477,9 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             for (int m2 = 0; m2 < T::D2; m2++)
                 v[m2] *= r;
         }
-        /* dE/dY of this edge: summed over the warp (fixed order), one write per value */
-        int m2;
-        const REAL s = warp_sum_spread<DV>(v, lane, &m2);
-        if (dy_writer && m2 < DV)
-            shared_at<REAL>((m2 < T::D2 ? dy_out + m2 * (int)sizeof(REAL) : dt_out) +
-                            e * dyw_ld * (int)sizeof(REAL)) += s;
+        /* dE/dY (and dE/dt) of this edge: summed over the warp (fixed order) */
+        warp_sum_dy<T::D2, TAB>(v, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
+                                dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
         flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);

@@ -48,15 +48,6 @@ template <int G> struct GroupLayout {
     static constexpr int NACC = acc_off(N);
 };
 
-/* D values at p + m * kTile (a lane's values of a tiled row) */
-template <int D, typename REAL>
-__device__ __forceinline__ void tiled_values(const REAL *p, REAL *out)
-{
-#pragma unroll
-    for (int m = 0; m < D; m++)
-        out[m] = __ldg(p + m * kTile);
-}
-
 /* Forward of one group task: per receiver, each slot's messages summed in registers and
  * written (or added) to the receiver's row of A, as column_forward does for one path. Slot K's
  * table column is col + 32 K (its tasks are consecutive). */
@@ -103,8 +94,8 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
 #pragma unroll
         for (int m = 0; m < GL::NY; m++)
             y[m] = c.Y(e, m);
-        shared_quad(c.coef + 4 * e * (int)sizeof(REAL), h);
-        const REAL *tab = c.tab + (uint32_t)shared_at<int>(c.knot + 4 * e);
+        c.hermite_coefs(c.coef, e, h);
+        const REAL *tab = c.table_at(e);
         static_for<GL::N>([&](auto K) {
             constexpr int k = decltype(K)::value;
             using T = typename GL::template P<k>;
@@ -114,7 +105,7 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
             for (int m = 0; m < T::D3; m++)
                 t[m] = 0;
             T::fwd(x, y + GL::y_off(k), t);
-            const REAL r = h[0] * f[0] + h[1] * f[1] + h[2] * f[2] + h[3] * f[3];
+            const REAL r = hermite_dot(h, f);
 #pragma unroll
             for (int m = 0; m < T::D3; m++)
                 acc[GL::acc_off(k) + m] += r * t[m];
@@ -122,35 +113,6 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
     }
     if (cur >= 0)
         flush();
-}
-
-/* dE/dY (NY values from the group's first Y) and dE/dt of one edge, summed over the warp in a
- * fixed order and added to the warp's row of the edge: dy (first Y) and dt (slot nsh). */
-template <int NY, typename REAL>
-__device__ __forceinline__ void warp_sum_dy(const REAL (&vy)[NY], REAL dt, int lane, uint32_t dy,
-                                            uint32_t dt_at)
-{
-    int idx;
-    if constexpr (NY + 1 <= 8) {
-        REAL v[NY + 1];
-#pragma unroll
-        for (int m = 0; m < NY; m++)
-            v[m] = vy[m];
-        v[NY] = dt;
-        constexpr int P2 = NY + 1 <= 2 ? 2 : NY + 1 <= 4 ? 4 : 8;
-        const REAL s = warp_sum_spread<NY + 1>(v, lane, &idx);
-        if ((lane & (32 / P2 - 1)) == 0 && idx <= NY)
-            shared_at<REAL>(idx < NY ? dy + idx * (int)sizeof(REAL) : dt_at) += s;
-    } else {
-        /* 16 lanes pairs hold the dE/dY sums; lane 1 writes dE/dt (its own butterfly) */
-        const REAL s = warp_sum_spread<NY>(vy, lane, &idx);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            dt += __shfl_xor_sync(0xffffffffu, dt, off);
-        const bool odd = (lane & 1) != 0;
-        if (odd ? lane == 1 : idx < NY)
-            shared_at<REAL>(odd ? dt_at : dy + idx * (int)sizeof(REAL)) += odd ? dt : s;
-    }
 }
 
 /* Backward of one group task (radial table mode), as column_backward_body for each slot, with
@@ -209,9 +171,9 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
             y[m] = c.Y(e, m);
             vy[m] = 0;
         }
-        shared_quad(c.coef + 4 * e * (int)sizeof(REAL), h);
-        shared_quad(c.dcoef + 4 * e * (int)sizeof(REAL), hd);
-        const REAL *tab = c.tab + (uint32_t)shared_at<int>(c.knot + 4 * e);
+        c.hermite_coefs(c.coef, e, h);
+        c.hermite_coefs(c.dcoef, e, hd);
+        const REAL *tab = c.table_at(e);
         static_for<GL::N>([&](auto K) {
             constexpr int k = decltype(K)::value;
             using T = typename GL::template P<k>;
@@ -229,8 +191,8 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
 #pragma unroll
             for (int m = 0; m < T::D2; m++)
                 dr += y[GL::y_off(k) + m] * v[m];
-            const REAL r = h[0] * f[0] + h[1] * f[1] + h[2] * f[2] + h[3] * f[3];
-            dt += dr * (hd[0] * f[0] + hd[1] * f[1] + hd[2] * f[2] + hd[3] * f[3]);
+            const REAL r = hermite_dot(h, f);
+            dt += dr * hermite_dot(hd, f);
             /* the reverse edge's Y_l2(-r) = (-1)^l2 Y_l2(r); a ghost's edge is used as is */
             const REAL fr = (Gr::L2[k] & 1) && !ghost ? -r : r;
 #pragma unroll
@@ -240,7 +202,7 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
             for (int m = 0; m < T::D2; m++)
                 vy[GL::y_off(k) + m] += r * v[m];
         });
-        warp_sum_dy<GL::NY>(vy, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
+        warp_sum_dy<GL::NY, true>(vy, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
                             dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
