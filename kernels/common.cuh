@@ -85,4 +85,24 @@ template <typename REAL> __device__ __forceinline__ REAL act_deriv(int kind, REA
     return d * scale;
 }
 
+/* Four consecutive values (16-byte aligned in float32, 32 in float64): one vector load in
+ * float32, two in float64 (table rows, weight quads of node_ops.cuh) */
+__device__ __forceinline__ void load_quad(const float *p, float (&f)[4])
+{
+    const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
+    f[0] = v.x;
+    f[1] = v.y;
+    f[2] = v.z;
+    f[3] = v.w;
+}
+__device__ __forceinline__ void load_quad(const double *p, double (&f)[4])
+{
+    const double2 a = __ldg(reinterpret_cast<const double2 *>(p));
+    const double2 b = __ldg(reinterpret_cast<const double2 *>(p) + 1);
+    f[0] = a.x;
+    f[1] = a.y;
+    f[2] = b.x;
+    f[3] = b.y;
+}
+
 } // namespace fnqcu

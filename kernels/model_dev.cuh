@@ -49,6 +49,15 @@ struct LinInstr {
     double alpha;
 };
 
+/* One destination block of a linear run by quads (node_ops.cuh linear_quads): its instruction
+ * (or -1: no input reaches it), sum length K, lanes per quad g (the K input channels split in g
+ * slices, g a power of 2 <= kQuadMaxSlices) and its units [first, first + units), a unit being
+ * one lane's slice of one quad. Planned on the host (model_upload.cu quad_plan). */
+struct QuadBlock {
+    int k, K, g, first, units;
+};
+constexpr int kQuadMaxSlices = 8;
+
 template <typename REAL> struct Linear {
     int n_instr;
     int species_indexed;
@@ -56,6 +65,10 @@ template <typename REAL> struct Linear {
     const LinInstr *instr; /* device */
     const REAL *w;         /* device, per instruction [mul_in][mul_out] */
     const REAL *wt;        /* device, per instruction [mul_out][mul_in] (transposed) */
+    /* quads plans, one QuadBlock per destination block, forward (out blocks) and transposed
+     * (in blocks); nullptr: the linear runs one output element per thread */
+    const QuadBlock *quads, *quads_t;
+    int quad_units, quad_units_t;
 };
 
 struct Act {

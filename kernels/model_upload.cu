@@ -64,6 +64,55 @@ static Irreps convert_irreps(const struct fnq_irreps &h)
     return d;
 }
 
+/* The quads plan of a linear in one direction (Linear::quads, node_ops.cuh linear_quads), or
+ * an empty one where quads do not fit: a destination multiplicity not a multiple of 4 (one
+ * vector load per quad of weights) or two instructions into one destination block. Long sums
+ * are split over up to kQuadMaxSlices lanes so that every thread of a block gets a similar
+ * share: the slice length aimed at is the work per thread if spread evenly, but no longer than
+ * the shortest sum. Blocks start on a multiple of kQuadMaxSlices units (a quad's lanes are
+ * aligned within a warp). */
+static std::vector<QuadBlock> quad_plan(const struct fnq_linear &h, const struct fnq_irreps &src,
+                                        const struct fnq_irreps &dst, bool transpose,
+                                        int *n_units)
+{
+    *n_units = 0;
+    std::vector<QuadBlock> plan(dst.n_blocks);
+    for (int b = 0; b < dst.n_blocks; b++) {
+        if (dst.block[b].mul % 4 != 0)
+            return {};
+        QuadBlock &q = plan[b];
+        q.k = -1, q.K = 0, q.g = 1;
+        for (int i = 0; i < h.n_instr; i++) {
+            const struct fnq_linear_instr &in = h.instr[i];
+            if ((transpose ? in.in_block : in.out_block) != b)
+                continue;
+            if (q.k >= 0)
+                return {};
+            q.k = i;
+            q.K = src.block[transpose ? in.out_block : in.in_block].mul;
+        }
+        q.units = (2 * dst.block[b].l + 1) * (dst.block[b].mul / 4);
+    }
+    int64_t work = 0;
+    int shortest = INT32_MAX;
+    for (const QuadBlock &q : plan) {
+        work += (int64_t)q.units * q.K;
+        if (q.K > 0)
+            shortest = std::min(shortest, q.K);
+    }
+    const int slice_len = std::max<int64_t>(8, std::min<int64_t>(shortest, work / kThreads));
+    int end = 0;
+    for (QuadBlock &q : plan) {
+        while (q.g < kQuadMaxSlices && q.K / (2 * q.g) >= slice_len)
+            q.g *= 2;
+        q.units *= q.g;
+        q.first = (end + kQuadMaxSlices - 1) / kQuadMaxSlices * kQuadMaxSlices;
+        end = q.first + q.units;
+    }
+    *n_units = end;
+    return plan;
+}
+
 template <typename REAL>
 static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &h,
                                       const struct fnq_irreps &in, const struct fnq_irreps &out,
@@ -92,7 +141,18 @@ static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &
                 for (int v = 0; v < mo; v++)
                     t[(int64_t)v * mi + u] = w[(int64_t)u * mo + v];
         }
-    return upload_real<REAL>(al, wt.data(), total, &d->wt);
+    FNQ_CHECK(upload_real<REAL>(al, wt.data(), total, &d->wt));
+    /* FNQ_NO_QUADS=1: one output element per thread everywhere (to compare, bench/NOTES.md) */
+    const char *no_quads = getenv("FNQ_NO_QUADS");
+    if (no_quads && strcmp(no_quads, "1") == 0)
+        return FNQ_STATUS_OK;
+    const std::vector<QuadBlock> plan = quad_plan(h, in, out, false, &d->quad_units);
+    const std::vector<QuadBlock> plan_t = quad_plan(h, out, in, true, &d->quad_units_t);
+    if (!plan.empty())
+        FNQ_CHECK(upload<QuadBlock>(al, plan.data(), plan.size(), &d->quads));
+    if (!plan_t.empty())
+        FNQ_CHECK(upload<QuadBlock>(al, plan_t.data(), plan_t.size(), &d->quads_t));
+    return FNQ_STATUS_OK;
 }
 
 /* The radial weight (column of the MLP's last layer) that padded column j holds in task

@@ -20,29 +20,95 @@ __device__ __forceinline__ int block_of(const Irreps &ir, int o)
     return b;
 }
 
-/* One e3nn linear on nb < NB atoms (t[a]: species of atom a), accumulate: +=.
- * TRANSPOSE false: y = linear(x), from `in` irreps to `out`, weights lin.w;
- * TRANSPOSE true:  y = linear^T(x), from `out` irreps to `in`, weights lin.wt (the transposed
- * copy, so both directions read weights with unit stride across threads).
- * tiled_y: y is written in the tiled layout of its irreps (model_dev.cuh).
- * Each thread owns output elements; sums run in a fixed order. */
-template <typename REAL, int NB, bool TRANSPOSE>
-__device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
-                             const int *t, int nb, const REAL *x, int64_t sx, REAL *y,
-                             int64_t sy, bool accumulate, bool tiled_y)
+/* linear_apply (below) by quads: one quad is four consecutive output channels (col..col+3) of
+ * one component m for all NB atoms, its weights one vector load per input channel, so NB + 1
+ * loads feed 4 NB FMAs. The input channels of a quad are split in g slices over g adjacent
+ * lanes (more lanes for long sums: every lane gets a similar share of the work, also where a
+ * block has few quads), summed by a butterfly in a fixed order; the first lane writes.
+ * SHARED: one weight set for all atoms (weights already offset to it); otherwise atom a's set
+ * is t[a]. The plan (Linear::quads) guarantees aligned weight quads: every weight offset is a
+ * multiple of 4 (all destination multiplicities are) and cudaMalloc aligns the sets. */
+template <typename REAL, int NB, bool TRANSPOSE, bool SHARED>
+__device__ void linear_quads(const Linear<REAL> &lin, const Irreps &src, const Irreps &dst,
+                             const REAL *weights, const int *t, int nb, const REAL *x,
+                             int64_t sx, REAL *y, int64_t sy, bool accumulate, bool tiled_y)
 {
-    const Irreps &src = TRANSPOSE ? out : in, &dst = TRANSPOSE ? in : out;
-    const REAL *weights = TRANSPOSE ? lin.wt : lin.w;
-    /* per-species weights of atoms that are all one species: each weight loaded once for all
-     * of them, as for shared weights (same sums, in the same order) */
-    bool shared = !lin.species_indexed;
-    if (!shared) {
-        shared = true;
-        for (int a = 1; a < nb; a++)
-            shared = shared && t[a] == t[0];
-        if (shared)
-            weights += (int64_t)t[0] * lin.n_w;
+    const QuadBlock *plan = TRANSPOSE ? lin.quads_t : lin.quads;
+    const int n_units = TRANSPOSE ? lin.quad_units_t : lin.quad_units;
+    const int lane = threadIdx.x & 31;
+    int b = 0;
+    QuadBlock q = plan[0];
+    /* whole warps step through the units together (the butterfly needs every lane) */
+    for (int base = threadIdx.x - lane; base < n_units; base += blockDim.x) {
+        const int unit = base + lane;
+        while (b + 1 < dst.n && unit >= q.first + q.units)
+            q = plan[++b];
+        const bool live = unit >= q.first && unit < q.first + q.units;
+        const int rel = unit - q.first, quad = rel / q.g, slice = rel % q.g;
+        const int md = live ? dst.mul[b] : 4;
+        const int m = 4 * quad / md, col = 4 * quad % md;
+        REAL s[NB][4];
+#pragma unroll
+        for (int a = 0; a < NB; a++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                s[a][j] = 0;
+        REAL alpha = 0;
+        if (live && q.k >= 0) {
+            const LinInstr ins = lin.instr[q.k];
+            alpha = REAL(ins.alpha);
+            const int sb = TRANSPOSE ? ins.out_block : ins.in_block;
+            /* atoms past nb compute on atom 0's row and are not written */
+            const REAL *xr = x + src.off[sb] + m * q.K;
+            const REAL *wr = weights + ins.w_off + col;
+            const int u1 = (slice + 1) * q.K / q.g;
+#pragma unroll 4
+            for (int u = slice * q.K / q.g; u < u1; u++) {
+                REAL w[4];
+#pragma unroll
+                for (int a = 0; a < NB; a++) {
+                    if (a == 0 || !SHARED)
+                        load_quad(wr + (SHARED ? 0 : (int64_t)t[a] * lin.n_w) + (int64_t)u * md,
+                                  w);
+                    const REAL xv = xr[(a < nb ? a : 0) * sx + u];
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        s[a][j] += w[j] * xv;
+                }
+            }
+        }
+        const int g = live ? q.g : 1;
+        if (__any_sync(0xffffffffu, g > 1))
+#pragma unroll
+        for (int step = 1; step < kQuadMaxSlices; step *= 2)
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const REAL v = __shfl_xor_sync(0xffffffffu, s[a][j], step);
+                    if (step < g)
+                        s[a][j] += v;
+                }
+        if (!live || slice != 0 || (q.k < 0 && accumulate))
+            continue;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int yo = tiled_y ? tiled_index(dst, b, m, col + j) : dst.off[b] + 4 * quad + j;
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                if (a < nb)
+                    y[a * sy + yo] = (accumulate ? y[a * sy + yo] : REAL(0)) + alpha * s[a][j];
+        }
     }
+}
+
+/* linear_apply with one output element per thread: any multiplicities. */
+template <typename REAL, int NB, bool TRANSPOSE>
+__device__ void linear_elements(const Linear<REAL> &lin, const Irreps &src, const Irreps &dst,
+                                const REAL *weights, bool shared, const int *t, int nb,
+                                const REAL *x, int64_t sx, REAL *y, int64_t sy, bool accumulate,
+                                bool tiled_y)
+{
     for (int o = threadIdx.x; o < dst.dim; o += blockDim.x) {
         const int b = block_of(dst, o), md = dst.mul[b];
         const int rel = o - dst.off[b], m = rel / md, col = rel % md;
@@ -94,6 +160,40 @@ __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Ir
             if (a < nb)
                 y[a * sy + yo] = accumulate ? y[a * sy + yo] + acc[a] : acc[a];
     }
+}
+
+/* One e3nn linear on nb < NB atoms (t[a]: species of atom a), accumulate: +=.
+ * TRANSPOSE false: y = linear(x), from `in` irreps to `out`, weights lin.w;
+ * TRANSPOSE true:  y = linear^T(x), from `out` irreps to `in`, weights lin.wt (the transposed
+ * copy, so both directions read weights with unit stride across threads).
+ * tiled_y: y is written in the tiled layout of its irreps (model_dev.cuh).
+ * Each thread owns output elements; sums run in a fixed order. */
+template <typename REAL, int NB, bool TRANSPOSE>
+__device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
+                             const int *t, int nb, const REAL *x, int64_t sx, REAL *y,
+                             int64_t sy, bool accumulate, bool tiled_y)
+{
+    const Irreps &src = TRANSPOSE ? out : in, &dst = TRANSPOSE ? in : out;
+    const REAL *weights = TRANSPOSE ? lin.wt : lin.w;
+    /* per-species weights of atoms that are all one species: each weight loaded once for all
+     * of them, as for shared weights (same sums, in the same order) */
+    bool shared = !lin.species_indexed;
+    if (!shared) {
+        shared = true;
+        for (int a = 1; a < nb; a++)
+            shared = shared && t[a] == t[0];
+        if (shared)
+            weights += (int64_t)t[0] * lin.n_w;
+    }
+    if (!(TRANSPOSE ? lin.quads_t : lin.quads))
+        linear_elements<REAL, NB, TRANSPOSE>(lin, src, dst, weights, shared, t, nb, x, sx, y, sy,
+                                             accumulate, tiled_y);
+    else if (shared)
+        linear_quads<REAL, NB, TRANSPOSE, true>(lin, src, dst, weights, t, nb, x, sx, y, sy,
+                                                accumulate, tiled_y);
+    else
+        linear_quads<REAL, NB, TRANSPOSE, false>(lin, src, dst, weights, t, nb, x, sx, y, sy,
+                                                 accumulate, tiled_y);
 }
 
 /* y[a] = linear(x[a]) (accumulate: +=), a < nb; t[a] = species of atom a */

@@ -15,27 +15,10 @@ namespace fnqcu {
 
 /* The table (model_upload.cu) holds per knot and column f = (w0, m0, dw0, m1): w, m = h dw/dr,
  * dw = w(next knot) - w, and the next knot's m, as 4 consecutive values (one 16-byte load in
- * float32; table_values). The column pass forms
+ * float32; load_quad). The column pass forms
  *   w(t)     = w0 + h10(t) m0 + h01(t) dw0 + h11(t) m1   (h00 + h01 = 1)
  *   dw/dt(t) =      h10'(t) m0 + h01'(t) dw0 + h11'(t) m1
  * with the cubic Hermite basis h.. of t; no difference of two rounded values. */
-__device__ __forceinline__ void table_values(const float *p, float (&f)[4])
-{
-    const float4 v = __ldg(reinterpret_cast<const float4 *>(p));
-    f[0] = v.x;
-    f[1] = v.y;
-    f[2] = v.z;
-    f[3] = v.w;
-}
-__device__ __forceinline__ void table_values(const double *p, double (&f)[4])
-{
-    const double2 a = __ldg(reinterpret_cast<const double2 *>(p));
-    const double2 b = __ldg(reinterpret_cast<const double2 *>(p) + 1);
-    f[0] = a.x;
-    f[1] = a.y;
-    f[2] = b.x;
-    f[3] = b.y;
-}
 
 /* From the staged features (nsh + 2 per edge: Y, then k and t): the first table row of each
  * edge's interval, sKnot[e] = 4 k ld (column 0), and the coefficients of f in w, sC[e][4], and, when sDC

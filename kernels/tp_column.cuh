@@ -168,7 +168,7 @@ template <typename REAL> struct ColumnView {
     /* its 4 table values */
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
-        table_values(table_at(e), f);
+        load_quad(table_at(e), f);
     }
     /* edge e's 4 Hermite coefficients at `coefs` (coef: of w, dcoef: of dw/dt), one vector
      * load */

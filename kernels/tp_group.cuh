@@ -100,7 +100,7 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
             constexpr int k = decltype(K)::value;
             using T = typename GL::template P<k>;
             REAL f[4], t[T::D3];
-            table_values(tab + 4 * kTile * k, f);
+            load_quad(tab + 4 * kTile * k, f);
 #pragma unroll
             for (int m = 0; m < T::D3; m++)
                 t[m] = 0;
@@ -178,7 +178,7 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
             constexpr int k = decltype(K)::value;
             using T = typename GL::template P<k>;
             REAL f[4], gj[T::D3], v[T::D2], dxr[T::D1];
-            table_values(tab + 4 * kTile * k, f);
+            load_quad(tab + 4 * kTile * k, f);
             tiled_values<T::D3>(rowj + ga[k], gj);
 #pragma unroll
             for (int m = 0; m < T::D2; m++)
