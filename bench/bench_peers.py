@@ -4,16 +4,18 @@ Workload: nequix-mp-1, cubic diamond Si (a = 5.43 A) supercells, energy + forces
 step, float32. Each implementation runs in its own process (so one's memory pool or failure
 cannot touch another's), over the same structures:
 
-  fnq            this project: compute_graph with the caller's neighbour list (model),
-                 compute_periodic with the library's GPU neighbour list (periodic), and the
-                 ASE calculator (ase)
+  fnq            this project: compute_graph_device with the caller's neighbour list as
+                 torch CUDA tensors (model), compute_graph with the same list as host arrays
+                 (model-host: its upload included, ~115 MB at 64000 atoms), compute_periodic
+                 with the library's GPU neighbour list (periodic), and the ASE calculator (ase)
   nequix-torch   nequix's PyTorch backend, e3nn tensor products (use_kernel=False)
   nequix-oeq     nequix's PyTorch backend with OpenEquivariance kernels (use_kernel=True)
   nequix-jax     nequix's JAX backend (e3nn-jax; its OpenEquivariance-JAX kernels need a
                  separately built extension and are not measured)
 
 Modes: `model` times one call of the model on a graph already on the GPU (neighbour list
-given); `ase` times an MD-like ASE step as matbench-speed does (new positions, then energy,
+given; for fnq without torch or a GPU it falls back to host arrays, marked "inputs": "host");
+`ase` times an MD-like ASE step as matbench-speed does (new positions, then energy,
 forces and stress: neighbour list, host transfers and Python included). Timing: warm-up (two
 calls, then up to 1 s), then calls until --min-seconds or --max-repeats; the median is reported.
 
@@ -69,6 +71,24 @@ def neighbour_list(atoms, cutoff):
 
 # --- workers: one per peer, each in its own process ------------------------------------------
 
+def device_graph(ctx, pos, sp, i, j, shift):
+    """The graph as torch CUDA tensors, as the peers hold theirs; None without torch, a GPU or
+    a CUDA context."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if ctx.device != "cuda" or not torch.cuda.is_available():
+        return None
+
+    def dev(a, dtype):
+        return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device="cuda")
+    graph = (dev(pos, torch.float64), dev(sp, torch.int32), dev(i, torch.int64),
+             dev(j, torch.int64), dev(shift, torch.float64))
+    torch.cuda.synchronize()
+    return graph
+
+
 def worker_fnq(args, record):
     from fusednequip import Context, FusedNequIPCalculator, Model
     model = Model(args.model)
@@ -82,7 +102,16 @@ def worker_fnq(args, record):
         energy = ctx.compute_graph(pos, sp, i, j, shift)[0]
         t, n = median_seconds(lambda: ctx.compute_graph(pos, sp, i, j, shift),
                               args.min_seconds, args.max_repeats)
-        record("model", atoms, t, n, energy, len(i))
+        graph = device_graph(ctx, pos, sp, i, j, shift)
+        if graph is None:
+            record("model", atoms, t, n, energy, len(i), inputs="host")
+        else:
+            record("model-host", atoms, t, n, energy, len(i), inputs="host")
+            energy = ctx.compute_graph_device(*graph)[0]
+            t, n = median_seconds(lambda: ctx.compute_graph_device(*graph),
+                                  args.min_seconds, args.max_repeats)
+            record("model", atoms, t, n, energy, len(i), inputs="device")
+            graph = None
         t, n = median_seconds(lambda: ctx.compute(pos, sp, cell, pbc),
                               args.min_seconds, args.max_repeats)
         record("periodic", atoms, t, n, energy, len(i))
@@ -170,10 +199,10 @@ def worker_nequix_jax(args, record):
 def run_worker(args):
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    def record(mode, atoms, t, n, energy, edges):
+    def record(mode, atoms, t, n, energy, edges, **extra):
         emit({"peer": args.worker, "mode": mode, "atoms": len(atoms), "edges": edges,
               "ms_per_step": 1e3 * t, "us_per_atom_step": 1e6 * t / len(atoms),
-              "repeats": n, "energy": energy})
+              "repeats": n, "energy": energy, **extra})
 
     if args.worker == "fnq":
         run_size = worker_fnq(args, record)

@@ -5,9 +5,10 @@
  * stay the same.
  *
  * One evaluation: (graph: our neighbour list from a host cell grid and device count/fill, or
- * the caller's pairs sorted on the device (edge_list.cu), then the sender index) -> per-edge
- * geometry (Y, radial basis) -> per layer one fused forward kernel -> per layer one fused
- * backward kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) ->
+ * the caller's pairs sorted on the device (edge_list.cu; read in place when they are device
+ * arrays), then the sender index) -> per-edge geometry (Y, radial basis) -> per layer one
+ * fused forward kernel -> per layer one fused backward kernel -> edge gradients dE/dr from
+ * the layers' dE/dY and dE/d(basis) ->
  * force/virial assembly and deterministic totals: 2 launches per layer plus 4. With ghost
  * atoms exchanged by the caller's MPI callbacks (LAMMPS on several ranks), host round trips
  * move ghost rows between launches and the backward epilogue runs as its own kernel; ghosts
@@ -685,8 +686,99 @@ static enum fnq_status host_wording(enum fnq_status host_status, struct fnq_grap
                : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
 }
 
+/* ---- the caller's arrays on the device (fnq_ctx_compute_graph_device) ---- */
+
+/* `p` (the argument `what`) is memory the context's device can read as its own */
+static enum fnq_status check_device_array(int device, const void *p, const char *what)
+{
+    cudaPointerAttributes at;
+    cudaError_t e = cudaPointerGetAttributes(&at, p);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_compute_graph_device: %s: %s", what,
+                         cudaGetErrorString(e));
+    }
+    const bool here = at.type == cudaMemoryTypeDevice && at.device == device;
+    if (here || at.type == cudaMemoryTypeManaged)
+        return FNQ_STATUS_OK;
+    return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                     "fnq_ctx_compute_graph_device: %s is not memory of CUDA device %d (%s)", what,
+                     device,
+                     at.type == cudaMemoryTypeDevice ? "it is another device's" : "host memory");
+}
+
+template <typename REAL>
+static enum fnq_status to_host(State<REAL> *s, void *dst, const void *src, size_t bytes,
+                               const char *what)
+{
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    FNQ_CHECK(check_device_array(s->device, src, what));
+    /* cudaMemcpy runs on the legacy default stream: after the caller's work queued there */
+    FNQ_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return FNQ_STATUS_OK;
+}
+
+/* Host copies of device pairs, for the host builder's message on bad input (only then). */
+struct HostPairs {
+    std::vector<double> pos, shift;
+    std::vector<int32_t> species;
+    std::vector<int64_t> recv, send;
+};
+
+static enum fnq_status download_pairs(const struct fnq_edge_input *in, HostPairs *h,
+                                      struct fnq_edge_input *out)
+{
+    const size_t na = (size_t)in->n_all, np = (size_t)in->n_edges;
+    h->pos.resize(3 * na), h->species.resize(na), h->recv.resize(np), h->send.resize(np);
+    h->shift.resize(in->shift ? 3 * np : 0);
+    const cudaMemcpyKind d2h = cudaMemcpyDeviceToHost;
+    FNQ_CUDA_CHECK(cudaMemcpy(h->pos.data(), in->pos, sizeof(double) * 3 * na, d2h));
+    FNQ_CUDA_CHECK(cudaMemcpy(h->species.data(), in->species, sizeof(int32_t) * na, d2h));
+    FNQ_CUDA_CHECK(cudaMemcpy(h->recv.data(), in->recv, sizeof(int64_t) * np, d2h));
+    FNQ_CUDA_CHECK(cudaMemcpy(h->send.data(), in->send, sizeof(int64_t) * np, d2h));
+    if (in->shift)
+        FNQ_CUDA_CHECK(cudaMemcpy(h->shift.data(), in->shift, sizeof(double) * 3 * np, d2h));
+    *out = *in;
+    out->pos = h->pos.data(), out->species = h->species.data();
+    out->recv = h->recv.data(), out->send = h->send.data();
+    out->shift = in->shift ? h->shift.data() : nullptr;
+    out->on_device = 0;
+    return FNQ_STATUS_OK;
+}
+
+/* The caller's pairs are device memory, and the caller's work writing them is done: our
+ * stream is non-blocking, it does not wait for the legacy default stream by itself. */
+template <typename REAL>
+static enum fnq_status check_device_pairs(State<REAL> *s, const struct fnq_edge_input *in)
+{
+    if (in->n_edges > 0) {
+        FNQ_CHECK(check_device_array(s->device, in->recv, "edge_recv"));
+        FNQ_CHECK(check_device_array(s->device, in->send, "edge_send"));
+        if (in->shift)
+            FNQ_CHECK(check_device_array(s->device, in->shift, "edge_shift"));
+    }
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    return FNQ_STATUS_OK;
+}
+
+/* The host builder's message for input the GPU found bad (device inputs copied first). */
+static enum fnq_status edges_message(const struct fnq_edge_input *in, const struct fnq_limits *lim)
+{
+    HostPairs h;
+    struct fnq_edge_input host = *in;
+    if (in->on_device)
+        FNQ_CHECK(download_pairs(in, &h, &host));
+    struct fnq_graph_buf tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    return host_wording(fnq__graph_from_edges(&tmp, host.n_local, host.n_all, host.pos,
+                                              host.species, host.n_edges, host.recv, host.send,
+                                              host.shift, host.ghost_owner, lim),
+                        &tmp);
+}
+
 /* The caller's pairs, sorted and indexed on the GPU (edge_list.cuh): the same graph as
- * fnq__graph_from_edges builds on the host. */
+ * fnq__graph_from_edges builds on the host. Device inputs (in->on_device) are read where they
+ * are: no uploads but the species, which the recorded model graph reads from s->species. */
 template <typename REAL>
 static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
                                      const struct fnq_limits *lim, const struct fnq_exchange *x,
@@ -696,15 +788,21 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = in->n_local, na = in->n_all, np = in->n_edges;
     const int64_t nm = in->ghost_owner ? nl : na; /* the model's atoms: ghosts folded or not */
-    FNQ_CHECK(fnq__check_positions(na, in->pos));
+    const bool dev = in->on_device;
+    if (dev)
+        FNQ_CHECK(check_device_pairs(s, in));
+    else
+        FNQ_CHECK(fnq__check_positions(na, in->pos));
     int *ep = &s->epoch;
     cudaStream_t st = s->stream;
     const char *what = "the caller's neighbour list";
-    FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
-    FNQ_CHECK(ensure(s->pair_recv, np, what, ep));
-    FNQ_CHECK(ensure(s->pair_send, np, what, ep));
-    if (in->shift)
-        FNQ_CHECK(ensure(s->pair_shift, 3 * np, what, ep));
+    if (!dev) {
+        FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
+        FNQ_CHECK(ensure(s->pair_recv, np, what, ep));
+        FNQ_CHECK(ensure(s->pair_send, np, what, ep));
+        if (in->shift)
+            FNQ_CHECK(ensure(s->pair_shift, 3 * np, what, ep));
+    }
     if (in->ghost_owner)
         FNQ_CHECK(ensure(s->pair_owner, na - nl, what, ep));
     FNQ_CHECK(ensure(s->pair_keys, np, what, ep));
@@ -713,18 +811,24 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CHECK(ensure(s->pair_ids_sorted, np, what, ep));
     FNQ_CHECK(ensure(s->pair_counts, 3 * nl, what, ep));
     FNQ_CHECK(ensure(s->pair_min_d2, nl + 1, what, ep));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na, cudaMemcpyHostToDevice, st));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_recv.p, in->recv, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
-    if (in->shift)
-        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_shift.p, in->shift, sizeof(double) * 3 * np, cudaMemcpyHostToDevice, st));
+    if (!dev) {
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na, cudaMemcpyHostToDevice, st));
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_recv.p, in->recv, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
+        if (in->shift)
+            FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_shift.p, in->shift, sizeof(double) * 3 * np, cudaMemcpyHostToDevice, st));
+    }
     if (in->ghost_owner)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_owner.p, in->ghost_owner, sizeof(int64_t) * (na - nl), cudaMemcpyHostToDevice, st));
     EdgeListArgs a;
     memset(&a, 0, sizeof(a));
     a.n_local = nl, a.n_all = na, a.n_in = np;
-    a.pos = s->pos.p, a.recv = s->pair_recv.p, a.send = s->pair_send.p;
-    a.shift = in->shift ? s->pair_shift.p : nullptr;
+    if (dev) { /* read in place: the edge-list kernels only read them, before we return */
+        a.pos = in->pos, a.recv = in->recv, a.send = in->send, a.shift = in->shift;
+    } else {
+        a.pos = s->pos.p, a.recv = s->pair_recv.p, a.send = s->pair_send.p;
+        a.shift = in->shift ? s->pair_shift.p : nullptr;
+    }
     a.owner = in->ghost_owner ? s->pair_owner.p : nullptr;
     a.rc2 = lim->cutoff * lim->cutoff;
     a.keys = s->pair_keys.p, a.ids = s->pair_ids.p;
@@ -752,14 +856,8 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
         total += deg[i];
     }
     starts[nl] = total;
-    if (bad) {
-        struct fnq_graph_buf tmp;
-        memset(&tmp, 0, sizeof(tmp));
-        return host_wording(fnq__graph_from_edges(&tmp, nl, na, in->pos, in->species, np,
-                                                  in->recv, in->send, in->shift, in->ghost_owner,
-                                                  lim),
-                            &tmp);
-    }
+    if (bad)
+        return edges_message(in, lim);
 
     FNQ_CHECK(reserve<REAL>(s, nl, nm, total, x->comm != nullptr));
     FNQ_CHECK(ensure(s->keys, total, what, ep));
@@ -770,7 +868,8 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
                                        s->send_edges.p, s->send_start.p, nullptr, &index_bytes, st));
     size_t tmp_bytes = std::max(sort_bytes, index_bytes);
     FNQ_CHECK(ensure(s->cub_tmp, tmp_bytes + 16, what, ep));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * nm, cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * nm,
+                                   dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, st));
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
     a.edge_recv = s->edge_recv.p, a.edge_send = s->edge_send.p, a.edge_vec = s->edge_vec.p;
     FNQ_CUDA_CHECK(edge_list_sort_launch(a, s->cub_tmp.p, &tmp_bytes, st));
@@ -967,6 +1066,15 @@ static enum fnq_status cuda_compute_edges(void *p, const struct fnq_edge_input *
                : compute_edges(static_cast<State<float> *>(b->impl), in, lim, x, out, n_edges);
 }
 
+static enum fnq_status cuda_to_host(void *p, void *dst, const void *src, size_t bytes,
+                                    const char *what)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    return b->dtype == FNQ_DTYPE_F64
+               ? to_host(static_cast<State<double> *>(b->impl), dst, src, bytes, what)
+               : to_host(static_cast<State<float> *>(b->impl), dst, src, bytes, what);
+}
+
 static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
 {
     CudaBackend *b = static_cast<CudaBackend *>(p);
@@ -982,7 +1090,7 @@ static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
 static const struct fnq_backend_i backend_cuda = {"cuda",        cuda_init,
                                                   cuda_free,     cuda_compute,
                                                   cuda_compute_periodic, cuda_compute_edges,
-                                                  cuda_launch_counts};
+                                                  cuda_launch_counts, cuda_to_host};
 
 extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(void) { return &backend_cuda; }
 

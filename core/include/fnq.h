@@ -221,6 +221,29 @@ FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_loc
                                               double *atom_energies, double *forces,
                                               double *virial, double *atom_virial);
 
+/*
+ * fnq_ctx_compute_graph for n_atoms atoms without ghosts (every atom owned), with the inputs
+ * already on the GPU, as torch or cupy tensors have them: positions[n_atoms*3], species[n_atoms],
+ * edge_recv[n_edges], edge_send[n_edges] and edge_shift[n_edges*3] (may be NULL) are CUDA device
+ * pointers (memory of the context's device, or managed memory), written by work the caller has
+ * finished or queued on the legacy default stream (the library waits for that stream). Only
+ * species and positions are copied to the host (for the input checks); the pairs are sorted
+ * where they are. Same results, to the bit, and the same error messages as
+ * fnq_ctx_compute_graph(ctx, n_atoms, n_atoms, ...) on host copies of the arrays (a comm, if
+ * installed, is called as there). Outputs are host pointers (NULL = skip): energy,
+ * atom_energies[n_atoms], forces[n_atoms*3], virial[6].
+ * A context not on device cuda fails with FNQ_STATUS_INVALID_ARG, as do pointers that are not
+ * device memory, and n_edges > INT32_MAX or n_atoms >= INT32_MAX.
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atoms,
+                                                     const double *positions,
+                                                     const int32_t *species, int64_t n_edges,
+                                                     const int64_t *edge_recv,
+                                                     const int64_t *edge_send,
+                                                     const double *edge_shift, double *energy,
+                                                     double *atom_energies, double *forces,
+                                                     double *virial);
+
 /* Number of edges (directed pairs inside the cutoff) of the last evaluation. */
 FNQ_API int64_t fnq_ctx_last_num_edges(const struct fnq_ctx *ctx);
 /* GPU kernel launches of the last evaluation: the model's (returned) and the neighbour list's

@@ -50,7 +50,9 @@ enum fnq_status fnq__exchange_reverse(const struct fnq_exchange *x, void *rows, 
 
 struct fnq_limits; /* graph.h */
 
-/* The caller's pairs as given to fnq_ctx_compute_graph (host arrays). */
+/* The caller's pairs as given to fnq_ctx_compute_graph (host arrays) or
+ * fnq_ctx_compute_graph_device (on_device: pos, species, recv, send and shift are the caller's
+ * device arrays, no ghosts; ctx.c has checked species and positions on host copies). */
 struct fnq_edge_input {
     int64_t n_local, n_all, n_edges;
     const double *pos;       /* [n_all*3] */
@@ -58,6 +60,7 @@ struct fnq_edge_input {
     const int64_t *recv, *send;
     const double *shift;     /* [n_edges*3] or NULL */
     const int64_t *ghost_owner; /* [n_all-n_local]: fold ghosts onto owners (graph.h), or NULL */
+    int on_device;
 };
 
 struct fnq_backend_i {
@@ -83,6 +86,11 @@ struct fnq_backend_i {
                                      struct fnq_results *out, int64_t *n_edges);
     /* (optional) kernel launches of the last evaluation: model part, neighbour-list part */
     void (*launch_counts)(void *state, int32_t *model, int32_t *neighbor_list);
+    /* (optional) copy `bytes` of the caller's device array `src` (the argument `what`) to the
+     * host after the caller's work on the legacy default stream; fails with INVALID_ARG when
+     * src is not memory of the context's device. NULL: the backend takes no device inputs. */
+    enum fnq_status (*to_host)(void *state, void *dst, const void *src, size_t bytes,
+                               const char *what);
 };
 
 extern const struct fnq_backend_i fnq__backend_cpu;

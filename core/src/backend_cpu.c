@@ -50,4 +50,5 @@ static enum fnq_status cpu_compute(void *p, const struct fnq_graph *g,
                                      : fnq__cpu_compute_f64(s->impl, g, x, out);
 }
 
-const struct fnq_backend_i fnq__backend_cpu = {"cpu", cpu_init, cpu_free, cpu_compute, NULL, NULL, NULL};
+const struct fnq_backend_i fnq__backend_cpu = {"cpu", cpu_init, cpu_free, cpu_compute,
+                                                NULL,  NULL,     NULL,     NULL};

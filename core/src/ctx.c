@@ -1,6 +1,6 @@
 /*
- * ctx.c: evaluation contexts: backend choice, input checks, graph preparation and the two
- * public compute entry points. All heavy work is in the backend; this file only validates
+ * ctx.c: evaluation contexts: backend choice, input checks, graph preparation and the public
+ * compute entry points. All heavy work is in the backend; this file only validates
  * and routes.
  */
 #include <math.h>
@@ -22,6 +22,10 @@ struct fnq_ctx {
     int has_comm;
     struct fnq_graph_buf graph;
     int64_t last_edges;
+    /* host copies of device positions and species for the input checks
+     * (fnq_ctx_compute_graph_device): [n*3] doubles, then [n] int32 */
+    void *mirror;
+    size_t mirror_cap;
 };
 
 /* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
@@ -93,6 +97,7 @@ void fnq_ctx_free(struct fnq_ctx *ctx)
         return;
     ctx->backend->free(ctx->state);
     fnq__graph_buf_free(&ctx->graph);
+    free(ctx->mirror);
     free(ctx);
 }
 
@@ -247,7 +252,7 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     if (ctx->backend->compute_edges && n_edges <= INT32_MAX && n_all < INT32_MAX &&
         !(host_graph && strcmp(host_graph, "1") == 0)) {
         const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
-                                          edge_recv, edge_send, edge_shift, fold};
+                                          edge_recv, edge_send, edge_shift, fold,      0};
         st = run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
                  NULL, NULL);
     } else {
@@ -264,4 +269,69 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
             memset(atom_virial + 6 * n_local, 0, sizeof(double) * 6 * ghosts);
     }
     return st;
+}
+
+/* Host copies of the caller's device positions and species, in ctx->mirror (24 + 4 bytes per
+ * atom: small next to the pairs, which stay on the device). */
+static enum fnq_status mirror_inputs(struct fnq_ctx *ctx, int64_t n, const double *positions,
+                                     const int32_t *species, double **pos_out,
+                                     int32_t **species_out)
+{
+    const size_t pos_bytes = sizeof(double) * 3 * (size_t)n, bytes = pos_bytes + 4 * (size_t)n;
+    if (bytes > ctx->mirror_cap) {
+        void *p = realloc(ctx->mirror, bytes);
+        if (!p)
+            return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
+                             "fnq_ctx_compute_graph_device: out of host memory for %lld atoms",
+                             (long long)n);
+        ctx->mirror = p;
+        ctx->mirror_cap = bytes;
+    }
+    *pos_out = ctx->mirror;
+    *species_out = (int32_t *)((char *)ctx->mirror + pos_bytes);
+    if (n == 0)
+        return FNQ_STATUS_OK;
+    FNQ_CHECK(ctx->backend->to_host(ctx->state, *pos_out, positions, pos_bytes, "positions"));
+    return ctx->backend->to_host(ctx->state, *species_out, species, 4 * (size_t)n, "species");
+}
+
+enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atoms,
+                                             const double *positions, const int32_t *species,
+                                             int64_t n_edges, const int64_t *edge_recv,
+                                             const int64_t *edge_send, const double *edge_shift,
+                                             double *energy, double *atom_energies,
+                                             double *forces, double *virial)
+{
+    fnq__clear_error();
+    if (!ctx || n_atoms < 0 || n_edges < 0)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph_device: NULL context or bad counts (n_atoms "
+                         "%lld, n_edges %lld)",
+                         (long long)n_atoms, (long long)n_edges);
+    if (ctx->device != FNQ_DEVICE_CUDA || !ctx->backend->to_host || !ctx->backend->compute_edges)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph_device: the context is on device %s; device "
+                         "arrays need a context on device cuda (else use fnq_ctx_compute_graph)",
+                         ctx->backend->name);
+    if ((n_atoms > 0 && (!positions || !species)) || (n_edges > 0 && (!edge_recv || !edge_send)))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph_device: NULL positions, species or edge arrays");
+    /* the GPU graph builder's index types (as fnq_ctx_compute_graph's GPU route) */
+    if (n_edges > INT32_MAX || n_atoms >= INT32_MAX)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph_device: %lld atoms, %lld pairs: the GPU graph "
+                         "builder takes fewer than 2^31 of each",
+                         (long long)n_atoms, (long long)n_edges);
+    /* the checks of the host route, on host copies (the pairs' are the backend's, which
+     * downloads them only to word a message) */
+    double *pos = NULL;
+    int32_t *sp = NULL;
+    FNQ_CHECK(mirror_inputs(ctx, n_atoms, positions, species, &pos, &sp));
+    FNQ_CHECK(check_species(ctx->model, n_atoms, sp));
+    FNQ_CHECK(fnq__check_positions(n_atoms, pos));
+    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, n_atoms, n_atoms};
+    const struct fnq_edge_input in = {n_atoms,   n_atoms,   n_edges,    positions, species,
+                                      edge_recv, edge_send, edge_shift, NULL,      1};
+    return run(ctx, &x, &in, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
+               NULL);
 }

@@ -118,9 +118,19 @@ _SIGNATURES = {
         _p, ctypes.c_int64, ctypes.c_int64, _f64, _i32, ctypes.c_int64, _i64, _i64, _opt(_f64),
         _opt(_i64), ctypes.POINTER(ctypes.c_double), _opt(_f64w), _opt(_f64w), _opt(_f64w),
         _opt(_f64w)]),
+    # device pointers (integers from __cuda_array_interface__) for the inputs
+    "fnq_ctx_compute_graph_device": (ctypes.c_int, [
+        _p, ctypes.c_int64, _p, _p, ctypes.c_int64, _p, _p, _p, ctypes.POINTER(ctypes.c_double),
+        _opt(_f64w), _opt(_f64w), _opt(_f64w)]),
 }
 
+# newer than ABI version 1's first release: a library without them still loads, and the
+# methods that need them say so
+_OPTIONAL = {"fnq_ctx_compute_graph_device"}
+
 for _name, (_res, _args) in _SIGNATURES.items():
+    if _name in _OPTIONAL and not hasattr(lib, _name):
+        continue
     _fn = getattr(lib, _name)
     _fn.restype = _res
     _fn.argtypes = _args
@@ -129,6 +139,13 @@ if lib.fnq_abi_version() != ABI_VERSION:
     raise ImportError(
         f"{library_path} has ABI version {lib.fnq_abi_version()}, this Python package expects "
         f"{ABI_VERSION}: rebuild the library or reinstall the package")
+
+
+def require(name):
+    """The library function `name`, or an error naming the library that lacks it."""
+    if not hasattr(lib, name):
+        raise NotImplementedError(f"{library_path} has no {name}: rebuild the library")
+    return getattr(lib, name)
 
 
 def last_error():

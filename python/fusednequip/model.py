@@ -1,5 +1,6 @@
 """Model and Context: thin owners of the library's fnq_model and fnq_ctx handles."""
 import ctypes
+import math
 import weakref
 
 import numpy as np
@@ -124,3 +125,65 @@ class Context:
                                        forces.reshape(-1), virial, None)
         raise_for(st, _lib.last_error())
         return energy.value, energies, forces, virial
+
+    def compute_graph_device(self, positions, species, receivers, senders, shifts=None):
+        """compute_graph with the inputs already on the GPU, where it reads them in place.
+
+        The inputs are objects with __cuda_array_interface__ (torch or cupy tensors) on this
+        context's device, C-contiguous: positions float64 [n, 3], species int32 [n], receivers
+        and senders int64 [e], shifts float64 [e, 3] or None. Work writing them must be done or
+        queued on the legacy default stream (torch's and cupy's default; after work on another
+        stream, synchronize it first). Needs a context on "cuda".
+        Returns what compute_graph returns (host numpy arrays).
+        """
+        if self.device != "cuda":
+            raise ValueError(f"compute_graph_device needs a context on device 'cuda', this one "
+                             f"is on {self.device!r} (use compute_graph)")
+        pos, (n, _) = _device_array("positions", positions, "<f8", (None, 3))
+        sp, _ = _device_array("species", species, "<i4", (n,))
+        recv, (n_edges,) = _device_array("receivers", receivers, "<i8", (None,))
+        send, _ = _device_array("senders", senders, "<i8", (n_edges,))
+        sh = None if shifts is None else _device_array("shifts", shifts, "<f8", (n_edges, 3))[0]
+        energy = ctypes.c_double()
+        energies = np.empty(n, dtype=np.float64)
+        forces = np.empty((n, 3), dtype=np.float64)
+        virial = np.empty(6, dtype=np.float64)
+        compute = _lib.require("fnq_ctx_compute_graph_device")
+        st = compute(self._handle, n, pos, sp, n_edges, recv, send, sh, ctypes.byref(energy),
+                     energies, forces.reshape(-1), virial)
+        raise_for(st, _lib.last_error())
+        return energy.value, energies, forces, virial
+
+
+def _device_array(name, obj, typestr, shape):
+    """The device pointer and shape of `obj`'s __cuda_array_interface__ after checking its
+    element type, shape (None: any length) and C-contiguity; no torch or cupy import."""
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(iface, dict):
+        raise TypeError(f"{name} must be a GPU array with __cuda_array_interface__ (a torch or "
+                        f"cupy tensor on the GPU), not {type(obj).__name__}")
+    if iface.get("typestr") != typestr:
+        raise TypeError(f"{name} must have element type {typestr} ({_TYPESTRS[typestr]}), not "
+                        f"{iface.get('typestr')}")
+    got = tuple(int(d) for d in iface["shape"])
+    if len(got) != len(shape) or any(w is not None and g != w for g, w in zip(got, shape)):
+        want = ", ".join("any" if w is None else str(w) for w in shape)
+        raise ValueError(f"{name} must have shape ({want}), not {got}")
+    strides = iface.get("strides")
+    if strides is not None:
+        itemsize, expect = int(typestr[2:]), []
+        for d in reversed(got):
+            expect.insert(0, itemsize)
+            itemsize *= d
+        if any(g > 1 and int(s) != e for g, s, e in zip(got, strides, expect)):
+            raise ValueError(f"{name} must be C-contiguous (strides {tuple(strides)}); pass "
+                             f"{name}.contiguous() or a copy")
+    if iface.get("mask") is not None:
+        raise ValueError(f"{name} must not be a masked array")
+    ptr = int(iface["data"][0])
+    if ptr == 0 and math.prod(got) > 0:
+        raise ValueError(f"{name} has a NULL data pointer")
+    return (ptr or None), got
+
+
+_TYPESTRS = {"<f8": "float64", "<i4": "int32", "<i8": "int64"}

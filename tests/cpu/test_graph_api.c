@@ -4,7 +4,8 @@
  * explicit ghost images (several images of the same atom in a small cell) and a full list
  * that includes pairs beyond the cutoff (a skin). Checked for ghost_owner and for the comm
  * callbacks: energy, per-atom energies, forces (ghost forces folded into their owners),
- * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative.
+ * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative. A CPU
+ * context refuses the device-array entry point, fnq_ctx_compute_graph_device, by name.
  */
 #include "fnq_test.h"
 
@@ -209,6 +210,21 @@ static void check_collective_without_ghosts(struct fnq_ctx *ctx, const struct te
     free(f), free(recv), free(send);
 }
 
+/* fnq_ctx_compute_graph_device needs a CUDA context: a CPU one says so (the pointers are
+ * never read) */
+static void check_device_entry_refused(struct fnq_ctx *ctx, const struct test_structure *s)
+{
+    const int64_t recv[2] = {0, 1}, send[2] = {1, 0};
+    double e = 0.0;
+    enum fnq_status st = fnq_ctx_compute_graph_device(ctx, s->n, s->pos, s->species, 2, recv,
+                                                      send, NULL, &e, NULL, NULL, NULL);
+    printf("fnq_ctx_compute_graph_device on a CPU context: %s: %s\n", fnq_status_string(st),
+           fnq_last_error());
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "cuda") &&
+              strstr(fnq_last_error(), "fnq_ctx_compute_graph_device"),
+          "a CPU context did not refuse device arrays with a message naming cuda");
+}
+
 int main(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -224,6 +240,7 @@ int main(void)
     test_random_structure(&s2, 20, larger, pbc, kinds, 3, 2.0);
     check(ctx, "20-atom cell", &s2, fnq_model_cutoff(m));
     check_collective_without_ghosts(ctx, &s2, fnq_model_cutoff(m));
+    check_device_entry_refused(ctx, &s2);
     test_structure_free(&s1), test_structure_free(&s2);
     fnq_ctx_free(ctx);
     fnq_model_free(m);
