@@ -144,24 +144,36 @@ template <typename REAL> struct BwdLayout {
 };
 
 /* dE/dh1 of atoms [r0, r0+nb) in input-irreps layout, summed over the paths of each input block
- * in path order, from the per-path scratch rows (atoms without edges get zeros). */
+ * in path order, from the per-path scratch rows (atoms without edges get zeros). The path
+ * walk is shared by the block's atoms (the sums themselves are per atom, in the same order). */
 template <typename REAL>
 __device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const REAL *dxpart,
                               int dx_stride, int r0, int nb, REAL *dh1, int64_t sd)
 {
+    bool has_edges[kNB];
+#pragma unroll
+    for (int q = 0; q < kNB; q++)
+        has_edges[q] = q < nb && start[r0 + q] != start[r0 + q + 1];
+    const REAL *rows = dxpart + (int64_t)r0 * dx_stride;
     for (int o = threadIdx.x; o < L.in.dim; o += blockDim.x) {
-        const int b = block_of(L.in, o), mi = L.in.mul[b];
-        const int rel = o - L.in.off[b], m1 = rel / mi, u = rel % mi;
-        for (int q = 0; q < nb; q++) {
-            REAL s = 0;
-            if (start[r0 + q] != start[r0 + q + 1])
-                for (int p = 0; p < L.n_paths; p++) {
-                    const Path P = L.paths[p];
-                    if (P.in_off == L.in.off[b] && P.dx_read)
-                        s += dxpart[(int64_t)(r0 + q) * dx_stride + P.dx_off + m1 * P.mul + u];
-                }
-            dh1[q * sd + o] = s;
+        const int b = block_of(L.in, o), mi = L.in.mul[b], in_off = L.in.off[b];
+        const int rel = o - in_off, m1 = rel / mi, u = rel % mi;
+        REAL s[kNB];
+#pragma unroll
+        for (int q = 0; q < kNB; q++)
+            s[q] = 0;
+        for (int p = 0; p < L.n_paths; p++) {
+            const Path &P = L.paths[p];
+            if (P.in_off != in_off || !P.dx_read)
+                continue;
+            const int k = P.dx_off + m1 * P.mul + u;
+#pragma unroll
+            for (int q = 0; q < kNB; q++)
+                if (has_edges[q])
+                    s[q] += rows[(int64_t)q * dx_stride + k];
         }
+        for (int q = 0; q < nb; q++)
+            dh1[q * sd + o] = s[q];
     }
 }
 

@@ -77,10 +77,12 @@ __device__ void linear_quads(const Linear<REAL> &lin, const Irreps &src, const I
                 }
             }
         }
-        const int g = live ? q.g : 1;
-        if (__any_sync(0xffffffffu, g > 1))
+        /* butterfly steps up to the warp's largest g (warps of g = 1 units skip it) */
+        const int g = live ? q.g : 1, warp_g = __reduce_max_sync(0xffffffffu, g);
 #pragma unroll
-        for (int step = 1; step < kQuadMaxSlices; step *= 2)
+        for (int step = 1; step < kQuadMaxSlices; step *= 2) {
+            if (step >= warp_g)
+                break;
 #pragma unroll
             for (int a = 0; a < NB; a++)
 #pragma unroll
@@ -89,6 +91,7 @@ __device__ void linear_quads(const Linear<REAL> &lin, const Irreps &src, const I
                     if (step < g)
                         s[a][j] += v;
                 }
+        }
         if (!live || slice != 0 || (q.k < 0 && accumulate))
             continue;
 #pragma unroll
