@@ -105,4 +105,24 @@ __device__ __forceinline__ void load_quad(const double *p, double (&f)[4])
     f[3] = b.y;
 }
 
+/* load_quad for data this kernel may have written (global rows written before a
+ * __syncthreads, shared memory): coherent loads, not the read-only path */
+__device__ __forceinline__ void load_quad_coherent(const float *p, float (&f)[4])
+{
+    const float4 v = *reinterpret_cast<const float4 *>(p);
+    f[0] = v.x;
+    f[1] = v.y;
+    f[2] = v.z;
+    f[3] = v.w;
+}
+__device__ __forceinline__ void load_quad_coherent(const double *p, double (&f)[4])
+{
+    const double2 a = reinterpret_cast<const double2 *>(p)[0];
+    const double2 b = reinterpret_cast<const double2 *>(p)[1];
+    f[0] = a.x;
+    f[1] = a.y;
+    f[2] = b.x;
+    f[3] = b.y;
+}
+
 } // namespace fnqcu

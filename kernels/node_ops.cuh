@@ -36,6 +36,8 @@ __device__ void linear_quads(const Linear<REAL> &lin, const Irreps &src, const I
     const QuadBlock *plan = TRANSPOSE ? lin.quads_t : lin.quads;
     const int n_units = TRANSPOSE ? lin.quad_units_t : lin.quad_units;
     const int lane = threadIdx.x & 31;
+    /* x rows as aligned quads (per block of x also its offset and length, below) */
+    const bool x_quads = (sx & 3) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
     int b = 0;
     QuadBlock q = plan[0];
     /* whole warps step through the units together (the butterfly needs every lane) */
@@ -61,16 +63,42 @@ __device__ void linear_quads(const Linear<REAL> &lin, const Irreps &src, const I
             /* atoms past nb compute on atom 0's row and are not written */
             const REAL *xr = x + src.off[sb] + m * q.K;
             const REAL *wr = weights + ins.w_off + col;
-            const int u1 = (slice + 1) * q.K / q.g;
+            const int u0 = slice * q.K / q.g, u1 = (slice + 1) * q.K / q.g;
+            const REAL *xa[NB];
+#pragma unroll
+            for (int a = 0; a < NB; a++)
+                xa[a] = xr + (a < nb ? a : 0) * sx;
+            int u = u0;
+            /* four input channels at a time where their x are aligned quads: one vector load
+             * per atom, two steps in flight (the same sums in the same order) */
+            if (SHARED && x_quads && ((src.off[sb] | q.K | u0 | u1) & 3) == 0) {
+#pragma unroll 2
+                for (; u < u1; u += 4) {
+                    REAL w[4][4], xv[NB][4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        load_quad(wr + (int64_t)(u + i) * md, w[i]);
+#pragma unroll
+                    for (int a = 0; a < NB; a++)
+                        load_quad_coherent(xa[a] + u, xv[a]);
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+#pragma unroll
+                        for (int a = 0; a < NB; a++)
+#pragma unroll
+                            for (int j = 0; j < 4; j++)
+                                s[a][j] += w[i][j] * xv[a][i];
+                }
+            }
 #pragma unroll 4
-            for (int u = slice * q.K / q.g; u < u1; u++) {
+            for (; u < u1; u++) {
                 REAL w[4];
 #pragma unroll
                 for (int a = 0; a < NB; a++) {
                     if (a == 0 || !SHARED)
                         load_quad(wr + (SHARED ? 0 : (int64_t)t[a] * lin.n_w) + (int64_t)u * md,
                                   w);
-                    const REAL xv = xr[(a < nb ? a : 0) * sx + u];
+                    const REAL xv = xa[a][u];
 #pragma unroll
                     for (int j = 0; j < 4; j++)
                         s[a][j] += w[j] * xv;
