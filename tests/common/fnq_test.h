@@ -152,6 +152,75 @@ static int32_t test_species(const struct fnq_model *m, const char *sym)
     return t;
 }
 
+/* Diamond Si supercell (a = 5.43 A), rep^3 cells of 8 atoms, rattled by +-rattle/2 A. */
+static void test_diamond(struct test_structure *s, const struct fnq_model *m, int rep,
+                         double rattle)
+{
+    static const double b[8][3] = {{0, 0, 0},          {0, 0.5, 0.5},      {0.5, 0, 0.5},
+                                   {0.5, 0.5, 0},      {0.25, 0.25, 0.25}, {0.25, 0.75, 0.75},
+                                   {0.75, 0.25, 0.75}, {0.75, 0.75, 0.25}};
+    const double a = 5.43;
+    memset(s, 0, sizeof(*s));
+    s->n = 8LL * rep * rep * rep;
+    s->pos = malloc(sizeof(double) * 3 * (size_t)s->n);
+    s->species = malloc(sizeof(int32_t) * (size_t)s->n);
+    int64_t k = 0;
+    for (int x = 0; x < rep; x++)
+        for (int y = 0; y < rep; y++)
+            for (int z = 0; z < rep; z++)
+                for (int q = 0; q < 8; q++, k++) {
+                    const int c[3] = {x, y, z};
+                    for (int d = 0; d < 3; d++)
+                        s->pos[3 * k + d] = a * (c[d] + b[q][d]) + rattle * (test_rand() - 0.5);
+                    s->species[k] = test_species(m, "Si");
+                }
+    s->cell[0] = s->cell[4] = s->cell[8] = a * rep;
+    s->pbc[0] = s->pbc[1] = s->pbc[2] = 1;
+    s->has_cell = 1;
+}
+
+struct test_pairs {
+    int64_t n;
+    int64_t *recv, *send;
+    double *shift; /* NULL: in-cell pairs only */
+};
+
+/* All pairs within `reach` over images -1..1 (in_cell: image 0 only, no shift array): a full
+ * list with pairs beyond the cutoff, as a caller with a skin has it. */
+static void test_brute_pairs(const struct test_structure *s, double reach, int in_cell,
+                             struct test_pairs *p)
+{
+    const int64_t cap = s->n * s->n * (in_cell ? 1 : 27);
+    p->recv = malloc(sizeof(int64_t) * (size_t)cap);
+    p->send = malloc(sizeof(int64_t) * (size_t)cap);
+    p->shift = in_cell ? NULL : malloc(sizeof(double) * 3 * (size_t)cap);
+    const int m = in_cell ? 0 : 1;
+    p->n = 0;
+    for (int64_t i = 0; i < s->n; i++)
+        for (int64_t j = 0; j < s->n; j++)
+            for (int a = -m; a <= m; a++)
+                for (int b = -m; b <= m; b++)
+                    for (int c = -m; c <= m; c++) {
+                        double t[3], d2 = 0.0;
+                        for (int k = 0; k < 3; k++) {
+                            t[k] = a * s->cell[k] + b * s->cell[3 + k] + c * s->cell[6 + k];
+                            const double d = s->pos[3 * j + k] - s->pos[3 * i + k] + t[k];
+                            d2 += d * d;
+                        }
+                        if (d2 >= reach * reach || (i == j && !a && !b && !c))
+                            continue;
+                        p->recv[p->n] = i, p->send[p->n] = j;
+                        if (p->shift)
+                            memcpy(p->shift + 3 * p->n, t, sizeof(t));
+                        p->n++;
+                    }
+}
+
+static void test_pairs_free(struct test_pairs *p)
+{
+    free(p->recv), free(p->send), free(p->shift);
+}
+
 static int test_finish(const char *name)
 {
     if (fnq_test_failures) {

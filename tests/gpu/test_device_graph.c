@@ -24,70 +24,6 @@ static int have_gpu(const struct fnq_model *m)
     return 1;
 }
 
-static void diamond(struct test_structure *s, const struct fnq_model *m, int rep, double rattle)
-{
-    static const double b[8][3] = {{0, 0, 0},          {0, 0.5, 0.5},      {0.5, 0, 0.5},
-                                   {0.5, 0.5, 0},      {0.25, 0.25, 0.25}, {0.25, 0.75, 0.75},
-                                   {0.75, 0.25, 0.75}, {0.75, 0.75, 0.25}};
-    const double a = 5.43;
-    memset(s, 0, sizeof(*s));
-    s->n = 8LL * rep * rep * rep;
-    s->pos = malloc(sizeof(double) * 3 * (size_t)s->n);
-    s->species = malloc(sizeof(int32_t) * (size_t)s->n);
-    int64_t k = 0;
-    for (int x = 0; x < rep; x++)
-        for (int y = 0; y < rep; y++)
-            for (int z = 0; z < rep; z++)
-                for (int q = 0; q < 8; q++, k++) {
-                    const int c[3] = {x, y, z};
-                    for (int d = 0; d < 3; d++)
-                        s->pos[3 * k + d] = a * (c[d] + b[q][d]) + rattle * (test_rand() - 0.5);
-                    s->species[k] = test_species(m, "Si");
-                }
-    s->cell[0] = s->cell[4] = s->cell[8] = a * rep;
-    s->pbc[0] = s->pbc[1] = s->pbc[2] = 1;
-    s->has_cell = 1;
-}
-
-struct pairs {
-    int64_t n;
-    int64_t *recv, *send;
-    double *shift; /* NULL: in-cell pairs only */
-};
-
-/* All pairs within `reach` over images -1..1 (in_cell: image 0 only, no shift array): a full
- * list with pairs beyond the cutoff, as a caller with a skin has it. */
-static void brute_pairs(const struct test_structure *s, double reach, int in_cell,
-                        struct pairs *p)
-{
-    const int64_t cap = s->n * s->n * (in_cell ? 1 : 27);
-    p->recv = malloc(sizeof(int64_t) * (size_t)cap);
-    p->send = malloc(sizeof(int64_t) * (size_t)cap);
-    p->shift = in_cell ? NULL : malloc(sizeof(double) * 3 * (size_t)cap);
-    const int m = in_cell ? 0 : 1;
-    p->n = 0;
-    for (int64_t i = 0; i < s->n; i++)
-        for (int64_t j = 0; j < s->n; j++)
-            for (int a = -m; a <= m; a++)
-                for (int b = -m; b <= m; b++)
-                    for (int c = -m; c <= m; c++) {
-                        double t[3], d2 = 0.0;
-                        for (int k = 0; k < 3; k++) {
-                            t[k] = a * s->cell[k] + b * s->cell[3 + k] + c * s->cell[6 + k];
-                            const double d = s->pos[3 * j + k] - s->pos[3 * i + k] + t[k];
-                            d2 += d * d;
-                        }
-                        if (d2 >= reach * reach || (i == j && !a && !b && !c))
-                            continue;
-                        p->recv[p->n] = i, p->send[p->n] = j;
-                        if (p->shift)
-                            memcpy(p->shift + 3 * p->n, t, sizeof(t));
-                        p->n++;
-                    }
-}
-
-static void pairs_free(struct pairs *p) { free(p->recv), free(p->send), free(p->shift); }
-
 /* one evaluation's status, message and results */
 struct outcome {
     enum fnq_status st;
@@ -123,7 +59,7 @@ static void *upload(const void *src, size_t bytes)
     return d;
 }
 
-static void eval_host(struct fnq_ctx *c, const struct test_structure *s, const struct pairs *p,
+static void eval_host(struct fnq_ctx *c, const struct test_structure *s, const struct test_pairs *p,
                       struct outcome *o)
 {
     o->st = fnq_ctx_compute_graph(c, s->n, s->n, s->pos, s->species, p->n, p->recv, p->send,
@@ -131,7 +67,7 @@ static void eval_host(struct fnq_ctx *c, const struct test_structure *s, const s
     finish(c, o);
 }
 
-static void eval_device(struct fnq_ctx *c, const struct test_structure *s, const struct pairs *p,
+static void eval_device(struct fnq_ctx *c, const struct test_structure *s, const struct test_pairs *p,
                         struct outcome *o)
 {
     const size_t n = (size_t)s->n, ne = (size_t)p->n;
@@ -155,7 +91,7 @@ static int same_results(const struct outcome *a, const struct outcome *b, int64_
 }
 
 static void check_same(struct fnq_ctx *c, const char *label, const struct test_structure *s,
-                       const struct pairs *p)
+                       const struct test_pairs *p)
 {
     struct outcome host, dev[2];
     outcome_init(&host, s->n), outcome_init(&dev[0], s->n), outcome_init(&dev[1], s->n);
@@ -181,7 +117,7 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
                              "more than the limit"};
     for (int bad = 0; bad < 5; bad++) {
         struct test_structure s;
-        diamond(&s, m, 2, 0.1);
+        test_diamond(&s, m, 2, 0.1);
         if (bad == 0)
             s.species[7] = fnq_model_num_species(m);
         if (bad == 1)
@@ -189,8 +125,8 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
         if (bad == 2) /* atom 5 onto its neighbour 4 */
             for (int k = 0; k < 3; k++)
                 s.pos[3 * 5 + k] = s.pos[3 * 4 + k] + 0.05;
-        struct pairs p;
-        brute_pairs(&s, fnq_model_cutoff(m) + 0.5, 0, &p);
+        struct test_pairs p;
+        test_brute_pairs(&s, fnq_model_cutoff(m) + 0.5, 0, &p);
         if (bad == 3)
             p.recv[p.n / 2] = s.n; /* not an atom */
         fnq_ctx_set_max_neighbors(c, bad == 4 ? 20 : 1024);
@@ -205,16 +141,16 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
               "bad input %d: device arrays said \"%s\", host arrays \"%s\" (expected \"%s\")", bad,
               dev.msg, host.msg, expect[bad]);
         outcome_free(&host), outcome_free(&dev);
-        pairs_free(&p);
+        test_pairs_free(&p);
         test_structure_free(&s);
     }
     fnq_ctx_set_max_neighbors(c, 1024);
 
     /* host memory where device memory belongs */
     struct test_structure s;
-    diamond(&s, m, 2, 0.1);
-    struct pairs p;
-    brute_pairs(&s, fnq_model_cutoff(m), 0, &p);
+    test_diamond(&s, m, 2, 0.1);
+    struct test_pairs p;
+    test_brute_pairs(&s, fnq_model_cutoff(m), 0, &p);
     double *pos = upload(s.pos, sizeof(double) * 3 * (size_t)s.n);
     int32_t *sp = upload(s.species, sizeof(int32_t) * (size_t)s.n);
     double e;
@@ -232,7 +168,7 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
 
     /* the context recovers */
     check_same(c, "after bad input: Si", &s, &p);
-    pairs_free(&p);
+    test_pairs_free(&p);
     test_structure_free(&s);
 }
 
@@ -243,16 +179,16 @@ int main(void)
         return 77;
     const double reach = fnq_model_cutoff(m) + 0.5;
     struct test_structure si, tri;
-    diamond(&si, m, 3, 0.1);
+    test_diamond(&si, m, 3, 0.1);
     const int32_t pbc[3] = {1, 1, 1};
     const int32_t kinds[5] = {test_species(m, "Li"), test_species(m, "O"), test_species(m, "Fe"),
                               test_species(m, "P"), test_species(m, "Mg")};
     const double cell[9] = {13.0, 0.0, 0.0, 2.4, 12.1, 0.0, -1.9, 1.7, 12.6};
     test_random_structure(&tri, 120, cell, pbc, kinds, 5, 1.9);
-    struct pairs si_pairs, si_cell_pairs, tri_pairs;
-    brute_pairs(&si, reach, 0, &si_pairs);
-    brute_pairs(&si, reach, 1, &si_cell_pairs);
-    brute_pairs(&tri, reach, 0, &tri_pairs);
+    struct test_pairs si_pairs, si_cell_pairs, tri_pairs;
+    test_brute_pairs(&si, reach, 0, &si_pairs);
+    test_brute_pairs(&si, reach, 1, &si_cell_pairs);
+    test_brute_pairs(&tri, reach, 0, &tri_pairs);
     for (int dt = 0; dt < 2; dt++) {
         struct fnq_ctx *c;
         CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &c));
@@ -264,7 +200,7 @@ int main(void)
             check_bad(c, m);
         fnq_ctx_free(c);
     }
-    pairs_free(&si_pairs), pairs_free(&si_cell_pairs), pairs_free(&tri_pairs);
+    test_pairs_free(&si_pairs), test_pairs_free(&si_cell_pairs), test_pairs_free(&tri_pairs);
     test_structure_free(&si), test_structure_free(&tri);
     fnq_model_free(m);
     return test_finish("device graph");

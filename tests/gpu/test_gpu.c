@@ -45,31 +45,6 @@ static void result_free(struct result *r)
     free(r->ea);
 }
 
-static void diamond(struct test_structure *s, const struct fnq_model *m, int rep, double rattle)
-{
-    static const double b[8][3] = {{0, 0, 0},          {0, 0.5, 0.5},      {0.5, 0, 0.5},
-                                   {0.5, 0.5, 0},      {0.25, 0.25, 0.25}, {0.25, 0.75, 0.75},
-                                   {0.75, 0.25, 0.75}, {0.75, 0.75, 0.25}};
-    const double a = 5.43;
-    memset(s, 0, sizeof(*s));
-    s->n = 8LL * rep * rep * rep;
-    s->pos = malloc(sizeof(double) * 3 * (size_t)s->n);
-    s->species = malloc(sizeof(int32_t) * (size_t)s->n);
-    int64_t k = 0;
-    for (int x = 0; x < rep; x++)
-        for (int y = 0; y < rep; y++)
-            for (int z = 0; z < rep; z++)
-                for (int q = 0; q < 8; q++, k++) {
-                    const int c[3] = {x, y, z};
-                    for (int d = 0; d < 3; d++)
-                        s->pos[3 * k + d] = a * (c[d] + b[q][d]) + rattle * (test_rand() - 0.5);
-                    s->species[k] = test_species(m, "Si");
-                }
-    s->cell[0] = s->cell[4] = s->cell[8] = a * rep;
-    s->pbc[0] = s->pbc[1] = s->pbc[2] = 1;
-    s->has_cell = 1;
-}
-
 static void compare(const char *label, const struct test_structure *s, const struct result *ref,
                     const struct result *got, double tol_e, double tol_f, double tol_s, int relf)
 {
@@ -352,44 +327,21 @@ static void check_ghost_path(void)
 static int64_t periodic_pairs(const struct test_structure *s, double reach, int64_t **recv,
                               int64_t **send, double **shift)
 {
-    int64_t cap = 64, n = 0;
-    *recv = malloc(sizeof(int64_t) * (size_t)cap);
-    *send = malloc(sizeof(int64_t) * (size_t)cap);
-    *shift = malloc(sizeof(double) * 3 * (size_t)cap);
-    for (int64_t i = 0; i < s->n; i++)
-        for (int64_t j = 0; j < s->n; j++)
-            for (int a = -1; a <= 1; a++)
-                for (int b = -1; b <= 1; b++)
-                    for (int c = -1; c <= 1; c++) {
-                        double t[3], d2 = 0.0;
-                        for (int k = 0; k < 3; k++) {
-                            t[k] = a * s->cell[k] + b * s->cell[3 + k] + c * s->cell[6 + k];
-                            const double d = s->pos[3 * j + k] - s->pos[3 * i + k] + t[k];
-                            d2 += d * d;
-                        }
-                        if (d2 >= reach * reach || (i == j && !a && !b && !c))
-                            continue;
-                        if (n == cap) {
-                            cap *= 2;
-                            *recv = realloc(*recv, sizeof(int64_t) * (size_t)cap);
-                            *send = realloc(*send, sizeof(int64_t) * (size_t)cap);
-                            *shift = realloc(*shift, sizeof(double) * 3 * (size_t)cap);
-                        }
-                        (*recv)[n] = i, (*send)[n] = j;
-                        memcpy(*shift + 3 * n, t, sizeof(t));
-                        n++;
-                    }
+    struct test_pairs p;
+    test_brute_pairs(s, reach, 0, &p);
+    const int64_t n = p.n;
     for (int64_t q = n - 1; q > 0; q--) { /* Fisher-Yates with the tests' generator */
         const int64_t r = (int64_t)(test_rand() * (double)(q + 1)) % (q + 1);
-        int64_t tmp = (*recv)[q];
-        (*recv)[q] = (*recv)[r], (*recv)[r] = tmp;
-        tmp = (*send)[q];
-        (*send)[q] = (*send)[r], (*send)[r] = tmp;
+        int64_t tmp = p.recv[q];
+        p.recv[q] = p.recv[r], p.recv[r] = tmp;
+        tmp = p.send[q];
+        p.send[q] = p.send[r], p.send[r] = tmp;
         double ts[3];
-        memcpy(ts, *shift + 3 * q, sizeof(ts));
-        memcpy(*shift + 3 * q, *shift + 3 * r, sizeof(ts));
-        memcpy(*shift + 3 * r, ts, sizeof(ts));
+        memcpy(ts, p.shift + 3 * q, sizeof(ts));
+        memcpy(p.shift + 3 * q, p.shift + 3 * r, sizeof(ts));
+        memcpy(p.shift + 3 * r, ts, sizeof(ts));
     }
+    *recv = p.recv, *send = p.send, *shift = p.shift;
     return n;
 }
 
@@ -516,7 +468,7 @@ static void check_out_of_memory(void)
     struct fnq_ctx *c;
     CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c));
     struct test_structure big, small;
-    diamond(&big, m, 70, 0.0); /* 2.7 million atoms: more than any GPU of today holds */
+    test_diamond(&big, m, 70, 0.0); /* 2.7 million atoms: more than any GPU of today holds */
     double e;
     enum fnq_status st = fnq_ctx_compute_periodic(c, big.n, big.pos, big.species, big.cell,
                                                   big.pbc, &e, NULL, NULL, NULL);
@@ -524,7 +476,7 @@ static void check_out_of_memory(void)
            fnq_last_error());
     CHECK(st == FNQ_STATUS_OUT_OF_MEMORY && strstr(fnq_last_error(), "GPU out of memory"),
           "an oversized system did not fail with a clear out-of-memory message");
-    diamond(&small, m, 2, 0.1);
+    test_diamond(&small, m, 2, 0.1);
     st = fnq_ctx_compute_periodic(c, small.n, small.pos, small.species, small.cell, small.pbc, &e,
                                   NULL, NULL, NULL);
     CHECK(st == FNQ_STATUS_OK, "the context did not recover after out-of-memory: %s",
@@ -540,7 +492,7 @@ int main(void)
     if (!have_gpu(m))
         return 77;
     struct test_structure si, tri;
-    diamond(&si, m, 8, 0.1);
+    test_diamond(&si, m, 8, 0.1);
     const int32_t pbc[3] = {1, 1, 1};
     const int32_t kinds[7] = {test_species(m, "Li"), test_species(m, "O"), test_species(m, "Fe"),
                               test_species(m, "P"), test_species(m, "Si"), test_species(m, "Mg"),
@@ -548,7 +500,7 @@ int main(void)
     const double cell[9] = {13.0, 0.0, 0.0, 2.4, 12.1, 0.0, -1.9, 1.7, 12.6};
     test_random_structure(&tri, 180, cell, pbc, kinds, 7, 1.9);
     struct test_structure small;
-    diamond(&small, m, 4, 0.1);
+    test_diamond(&small, m, 4, 0.1);
     fnq_model_free(m);
 
     check_model("nequix-mp-1", &si, &tri);
