@@ -198,7 +198,8 @@ __device__ void linear_elements(const Linear<REAL> &lin, const Irreps &src, cons
  * TRANSPOSE true:  y = linear^T(x), from `out` irreps to `in`, weights lin.wt (the transposed
  * copy, so both directions read weights with unit stride across threads).
  * tiled_y: y is written in the tiled layout of its irreps (model_dev.cuh).
- * Each thread owns output elements; sums run in a fixed order. */
+ * By quads where the linear has a plan for this direction (Linear::quads, quads_t), else one
+ * output element per thread; either way every sum runs in a fixed order. */
 template <typename REAL, int NB, bool TRANSPOSE>
 __device__ void linear_apply(const Linear<REAL> &lin, const Irreps &in, const Irreps &out,
                              const int *t, int nb, const REAL *x, int64_t sx, REAL *y,
