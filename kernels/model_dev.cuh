@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "quad_plan.h"
+
 namespace fnqcu {
 
 constexpr int kMaxBlocks = 32;
@@ -49,14 +51,6 @@ struct LinInstr {
     double alpha;
 };
 
-/* One destination block of a linear run by quads (node_ops.cuh linear_quads): its instruction
- * (or -1: no input reaches it), sum length K, lanes per quad g (the K input channels split in g
- * slices, g a power of 2 <= kQuadMaxSlices) and its units [first, first + units), a unit being
- * one lane's slice of one quad. Planned on the host (model_upload.cu quad_plan). */
-struct QuadBlock {
-    int k, K, g, first, units;
-};
-constexpr int kQuadMaxSlices = 8;
 
 template <typename REAL> struct Linear {
     int n_instr;
