@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "assemble.cuh"
+#include "atom_limits.cuh"
 #include "common.cuh"
 #include "edge_geometry.cuh"
 #include "edge_list.cuh"
@@ -124,12 +125,16 @@ template <typename REAL> struct State {
     DevBuf<uint32_t> pair_keys, pair_ids, pair_keys_sorted, pair_ids_sorted;
     DevBuf<int32_t> pair_counts; /* degree, from owned, sent: [3][n_local] */
     DevBuf<unsigned long long> pair_min_d2; /* [n_local + 1]: the last is the first bad pair */
-    std::vector<int32_t> host_pair_counts;
-    std::vector<unsigned long long> host_pair_min_d2;
+    /* the limits per atom (atom_limits.cu) and what the host reads back of them */
+    DevBuf<int64_t> limit_counts;
+    DevBuf<unsigned int> limit_bad;
+    struct LimitReadback {
+        int64_t n_edges;
+        unsigned long long first_bad;
+        unsigned int bad;
+    } *readback = nullptr; /* pinned */
     /* ghost exchange */
     std::vector<REAL> host_rows;
-    std::vector<int64_t> host_counts;
-    std::vector<double> host_min_d2;
 
     /* recorded model evaluation */
     cudaGraphExec_t graph = nullptr;
@@ -176,6 +181,9 @@ template <typename REAL> static void state_free(State<REAL> *s)
     release(s->pair_recv), release(s->pair_send), release(s->pair_owner), release(s->pair_shift);
     release(s->pair_keys), release(s->pair_ids), release(s->pair_keys_sorted);
     release(s->pair_ids_sorted), release(s->pair_counts), release(s->pair_min_d2);
+    release(s->limit_counts), release(s->limit_bad);
+    if (s->readback)
+        cudaFreeHost(s->readback);
     model_release(&s->dm);
     if (s->stream)
         cudaStreamDestroy(s->stream);
@@ -667,15 +675,8 @@ static enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
 }
 
 /* ---- limits of a graph built on the GPU ----
- * The device only counts; when a count breaks a limit the host builder (graph.c, neighbor.c)
- * runs on the same input to find the atoms and word the message. */
-
-/* an atom with `count` edges, the closest at squared distance min_d2 */
-static bool breaks_limits(int64_t count, double min_d2, const struct fnq_limits *lim)
-{
-    const double md2 = lim->min_distance * lim->min_distance;
-    return count > lim->max_neighbors || (count > 0 && (min_d2 < md2 || min_d2 == 0.0));
-}
+ * The device counts and checks (atom_limits.cu); when an atom breaks a limit the host builder
+ * (graph.c, neighbor.c) runs on the same input to find the atoms and word the message. */
 
 /* the host builder's status on input the GPU found bad */
 static enum fnq_status host_wording(enum fnq_status host_status, struct fnq_graph_buf *tmp)
@@ -684,6 +685,45 @@ static enum fnq_status host_wording(enum fnq_status host_status, struct fnq_grap
     return host_status != FNQ_STATUS_OK
                ? host_status
                : fnq__fail(FNQ_STATUS_INTERNAL, "GPU and host neighbour lists disagree");
+}
+
+/* The model's limits on every atom's neighbourhood and the receivers' first edges
+ * (s->recv_start) from the counts of a neighbour search, on the GPU (atom_limits.cu); the host
+ * waits for three numbers: *total edges kept, whether a limit is broken (*bad) and, for the
+ * caller's pairs, the first pair with an index out of range (first_bad, or nullptr) */
+template <typename REAL, typename CountT>
+static enum fnq_status check_limits(State<REAL> *s, int64_t n, const CountT *count,
+                                    const double *min_d2, const int32_t *from_owned,
+                                    const int32_t *sent, const unsigned long long *first_bad,
+                                    const struct fnq_limits *lim, int64_t *total, bool *bad)
+{
+    const char *what = "the neighbour list";
+    int *ep = &s->epoch;
+    cudaStream_t st = s->stream;
+    FNQ_CHECK(ensure(s->recv_start, n + 1, what, ep));
+    FNQ_CHECK(ensure(s->limit_counts, n + 1, what, ep));
+    FNQ_CHECK(ensure(s->limit_bad, 1, what, ep));
+    if (!s->readback)
+        FNQ_CUDA_CHECK(cudaMallocHost(&s->readback, sizeof(*s->readback)));
+    AtomLimitArgs<CountT> a;
+    a.n = n, a.count = count, a.min_d2 = min_d2, a.from_owned = from_owned, a.sent = sent;
+    a.max_neighbors = lim->max_neighbors;
+    a.min_d2_allowed = lim->min_distance * lim->min_distance;
+    a.counts64 = s->limit_counts.p, a.starts = s->recv_start.p, a.bad = s->limit_bad.p;
+    size_t bytes = 0;
+    FNQ_CUDA_CHECK(atom_limits_launch(a, nullptr, &bytes, st));
+    FNQ_CHECK(ensure(s->cub_tmp, bytes + 16, what, ep));
+    FNQ_CUDA_CHECK(atom_limits_launch(a, s->cub_tmp.p, &bytes, st));
+    const cudaMemcpyKind d2h = cudaMemcpyDeviceToHost;
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(&s->readback->n_edges, s->recv_start.p + n, sizeof(int64_t), d2h, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(&s->readback->bad, s->limit_bad.p, sizeof(unsigned int), d2h, st));
+    s->readback->first_bad = ~0ull;
+    if (first_bad)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(&s->readback->first_bad, first_bad, sizeof(unsigned long long), d2h, st));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(st));
+    *total = s->readback->n_edges;
+    *bad = s->readback->bad != 0 || s->readback->first_bad != ~0ull;
+    return FNQ_STATUS_OK;
 }
 
 /* ---- the caller's arrays on the device (fnq_ctx_compute_graph_device) ---- */
@@ -715,6 +755,31 @@ static enum fnq_status to_host(State<REAL> *s, void *dst, const void *src, size_
     FNQ_CHECK(check_device_array(s->device, src, what));
     /* cudaMemcpy runs on the legacy default stream: after the caller's work queued there */
     FNQ_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return FNQ_STATUS_OK;
+}
+
+/* The caller's device positions and species checked where they are (atom_limits.cu): only a
+ * flag comes back; on a failed check the context copies them to word the message */
+template <typename REAL>
+static enum fnq_status check_inputs(State<REAL> *s, int64_t n, const double *pos,
+                                    const int32_t *species, int32_t n_species, int *ok)
+{
+    *ok = 1;
+    if (n == 0)
+        return FNQ_STATUS_OK;
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    FNQ_CHECK(check_device_array(s->device, pos, "positions"));
+    FNQ_CHECK(check_device_array(s->device, species, "species"));
+    /* our stream does not wait for the legacy default stream, where the caller's work is */
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    FNQ_CHECK(ensure(s->limit_bad, 1, "input checks", &s->epoch));
+    if (!s->readback)
+        FNQ_CUDA_CHECK(cudaMallocHost(&s->readback, sizeof(*s->readback)));
+    FNQ_CUDA_CHECK(atom_inputs_launch(n, pos, species, n_species, s->limit_bad.p, s->stream));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(&s->readback->bad, s->limit_bad.p, sizeof(unsigned int),
+                                   cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    *ok = s->readback->bad == 0;
     return FNQ_STATUS_OK;
 }
 
@@ -836,26 +901,13 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     a.degree = s->pair_counts.p, a.from_owned = a.degree + nl, a.sent = a.degree + 2 * nl;
     a.min_d2 = s->pair_min_d2.p, a.first_bad = a.min_d2 + nl;
     FNQ_CUDA_CHECK(edge_list_scan_launch(a, st));
-    s->host_pair_counts.resize(3 * nl + 1);
-    s->host_pair_min_d2.resize(nl + 1);
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_pair_counts.data(), a.degree, sizeof(int32_t) * 3 * nl, cudaMemcpyDeviceToHost, st));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->host_pair_min_d2.data(), a.min_d2, sizeof(unsigned long long) * (nl + 1), cudaMemcpyDeviceToHost, st));
-    FNQ_CUDA_CHECK(cudaStreamSynchronize(st));
 
-    /* limits and a full list, or the host builder's message */
-    const int32_t *deg = s->host_pair_counts.data(), *from_owned = deg + nl, *sent = deg + 2 * nl;
-    bool bad = s->host_pair_min_d2[nl] != ~0ull;
-    std::vector<int64_t> &starts = s->host_counts;
-    starts.resize(nl + 1);
+    /* limits and a full list (min_d2 holds the bits of non-negative doubles), or the host
+     * builder's message */
     int64_t total = 0;
-    for (int64_t i = 0; i < nl; i++) {
-        double d2;
-        memcpy(&d2, &s->host_pair_min_d2[i], sizeof(d2));
-        bad |= breaks_limits(deg[i], d2, lim) || from_owned[i] != sent[i];
-        starts[i] = total;
-        total += deg[i];
-    }
-    starts[nl] = total;
+    bool bad = false;
+    FNQ_CHECK((check_limits<REAL, int32_t>(s, nl, a.degree, (const double *)a.min_d2,
+                                           a.from_owned, a.sent, a.first_bad, lim, &total, &bad)));
     if (bad)
         return edges_message(in, lim);
 
@@ -870,15 +922,15 @@ static enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input
     FNQ_CHECK(ensure(s->cub_tmp, tmp_bytes + 16, what, ep));
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->species.p, in->species, sizeof(int) * nm,
                                    dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, st));
-    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (nl + 1), cudaMemcpyHostToDevice, st));
     a.edge_recv = s->edge_recv.p, a.edge_send = s->edge_send.p, a.edge_vec = s->edge_vec.p;
     FNQ_CUDA_CHECK(edge_list_sort_launch(a, s->cub_tmp.p, &tmp_bytes, st));
     FNQ_CUDA_CHECK(edge_list_fill_launch(a, total, st));
     tmp_bytes = std::max(sort_bytes, index_bytes);
     FNQ_CUDA_CHECK(sender_index_launch(s->edge_send.p, total, nm, s->keys.p, s->ids.p,
                                        s->send_edges.p, s->send_start.p, s->cub_tmp.p, &tmp_bytes, st));
-    /* zero + scan, sort, fill, iota + sort + starts (a CUB sort counts as one) */
-    s->launches_nl = 2 + (np > 0 ? 1 : 0) + (total > 0 ? 4 : 1);
+    /* zero + scan, limits + scan, sort, fill, iota + sort + starts (a CUB sort or scan counts
+     * as one) */
+    s->launches_nl = 4 + (np > 0 ? 1 : 0) + (total > 0 ? 4 : 1);
     *n_edges = total;
     return run_model<REAL>(s, nl, nm, total, x, out);
 }
@@ -934,11 +986,6 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
         na.counts = s->counts.p;
         na.min_d2 = s->min_d2.p;
         e = e ? e : neighbor_count_launch(na, st);
-        s->host_counts.resize(n + 1);
-        s->host_min_d2.resize(n + 1);
-        e = e ? e : cudaMemcpyAsync(s->host_counts.data(), s->counts.p, sizeof(int64_t) * n, cudaMemcpyDeviceToHost, st);
-        e = e ? e : cudaMemcpyAsync(s->host_min_d2.data(), s->min_d2.p, sizeof(double) * n, cudaMemcpyDeviceToHost, st);
-        e = e ? e : cudaStreamSynchronize(st);
         if (e != cudaSuccess) {
             status = fnq__fail(FNQ_STATUS_DEVICE, "neighbour list on the GPU: CUDA error %s",
                                cudaGetErrorString(e));
@@ -946,25 +993,15 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
         }
         int64_t total = 0;
         bool bad = false;
-        for (int64_t i = 0; i < n; i++) {
-            total += s->host_counts[i];
-            bad |= breaks_limits(s->host_counts[i], s->host_min_d2[i], lim);
-        }
+        STEP((check_limits<REAL, int64_t>(s, n, s->counts.p, s->min_d2.p, nullptr, nullptr,
+                                          nullptr, lim, &total, &bad)));
         if (bad) {
             struct fnq_graph_buf tmp;
             memset(&tmp, 0, sizeof(tmp));
             status = host_wording(fnq__graph_from_cell(&tmp, n, pos, species, cell, pbc, lim), &tmp);
             goto done;
         }
-        /* prefix sums on the host (we have the counts anyway), then fill */
-        std::vector<int64_t> &starts = s->host_counts;
-        int64_t acc = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const int64_t c = starts[i];
-            starts[i] = acc;
-            acc += c;
-        }
-        starts[n] = acc;
+        /* the receivers' starts are in s->recv_start: fill */
         STEP(reserve<REAL>(s, n, n, total, false));
         STEP(ensure(s->keys, total, "the neighbour list", ep));
         STEP(ensure(s->ids, total, "the neighbour list", ep));
@@ -973,7 +1010,6 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
                                 s->send_start.p, nullptr, &tmp_bytes, st);
         if (e == cudaSuccess)
             STEP(ensure(s->cub_tmp, tmp_bytes + 16, "the neighbour list", ep));
-        e = e ? e : cudaMemcpyAsync(s->recv_start.p, starts.data(), sizeof(int64_t) * (n + 1), cudaMemcpyHostToDevice, st);
         na.recv_start = s->recv_start.p;
         na.edge_send = s->edge_send.p;
         na.edge_recv = s->edge_recv.p;
@@ -987,7 +1023,8 @@ static enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double 
                                cudaGetErrorString(e));
             goto done;
         }
-        s->launches_nl = 2 + (total > 0 ? 3 : 1); /* count, fill, iota + sort + starts */
+        /* count, limits + scan, fill, iota + sort + starts */
+        s->launches_nl = 4 + (total > 0 ? 3 : 1);
         *n_edges = total;
         struct fnq_exchange x = {nullptr, n, n};
         status = run_model<REAL>(s, n, n, total, &x, out);
@@ -1075,6 +1112,15 @@ static enum fnq_status cuda_to_host(void *p, void *dst, const void *src, size_t 
                : to_host(static_cast<State<float> *>(b->impl), dst, src, bytes, what);
 }
 
+static enum fnq_status cuda_check_inputs(void *p, int64_t n, const double *pos,
+                                         const int32_t *species, int32_t n_species, int *ok)
+{
+    CudaBackend *b = static_cast<CudaBackend *>(p);
+    return b->dtype == FNQ_DTYPE_F64
+               ? check_inputs(static_cast<State<double> *>(b->impl), n, pos, species, n_species, ok)
+               : check_inputs(static_cast<State<float> *>(b->impl), n, pos, species, n_species, ok);
+}
+
 static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
 {
     CudaBackend *b = static_cast<CudaBackend *>(p);
@@ -1090,7 +1136,8 @@ static void cuda_launch_counts(void *p, int32_t *model, int32_t *nl)
 static const struct fnq_backend_i backend_cuda = {"cuda",        cuda_init,
                                                   cuda_free,     cuda_compute,
                                                   cuda_compute_periodic, cuda_compute_edges,
-                                                  cuda_launch_counts, cuda_to_host};
+                                                  cuda_launch_counts, cuda_to_host,
+                                                  cuda_check_inputs};
 
 extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(void) { return &backend_cuda; }
 

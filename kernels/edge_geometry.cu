@@ -1,8 +1,11 @@
 /*
  * edge_geometry.cu: spherical harmonics and radial basis of every edge before the layers, and
  * the edge gradients dE/dr_e after them (see edge_geometry.cuh). One thread per edge, double
- * precision throughout (edge_ops.cuh).
+ * precision throughout (edge_ops.cuh); dE/dY goes back through the harmonics' recursion in
+ * reverse mode.
  */
+#include <type_traits>
+
 #include "common.cuh"
 #include "edge_geometry.cuh"
 #include "edge_ops.cuh"
@@ -18,34 +21,57 @@ __device__ __forceinline__ double edge_direction(const double *r, double nv[3])
     return d;
 }
 
-template <typename REAL>
+/* L >= 0: harmonics of degree <= L by the generated code, in registers; L < 0: any degree, by
+ * the plan in g, each thread's values a column of a shared-memory tile [nsh][blockDim.x]. The
+ * block's rows are staged in shared memory and written out together: one thread writing its
+ * own row (nsh + n_rfeat values, 72 bytes in float32) left partly written sectors to L2 and
+ * took 0.71 ms at 64,000 Si (H100; staged: see bench/NOTES.md v8.2). */
+template <typename REAL, int L>
 __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
                                      REAL *feat)
 {
-    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n_edges)
-        return;
-    double nv[3];
-    const double d = edge_direction(edge_vec + 3 * e, nv);
-    double y[kMaxSh];
-    sh_eval(g, nv, y, nullptr);
-    REAL *row = feat + e * (g.nsh + g.n_rfeat);
-    for (int q = 0; q < g.nsh; q++)
-        row[q] = REAL(y[q]);
-    if (g.table) {
-        /* |r| = (k + t) h: the knot interval and where in it (t in double, then rounded) */
-        const double u = d * g.inv_h;
-        const int k = min((int)u, g.n_intervals - 1);
-        row[g.nsh] = REAL(k);
-        row[g.nsh + 1] = REAL(u - k);
-        return;
+    extern __shared__ double tile[]; /* the rows [blockDim.x][nf], then L < 0's Y columns */
+    const int T = blockDim.x, nf = g.nsh + g.n_rfeat;
+    const int64_t e0 = (int64_t)blockIdx.x * T, e = e0 + threadIdx.x;
+    REAL *rows = reinterpret_cast<REAL *>(tile);
+    if (e < n_edges) {
+        double nv[3];
+        const double d = edge_direction(edge_vec + 3 * e, nv);
+        REAL *row = rows + threadIdx.x * nf;
+        if constexpr (L >= 0) {
+            double y[(L + 1) * (L + 1)];
+            sh_eval_fixed<L>(nv, y);
+#pragma unroll
+            for (int q = 0; q < (L + 1) * (L + 1); q++)
+                row[q] = REAL(y[q]);
+        } else {
+            double *y = tile + (sizeof(REAL) * T * nf + 7) / 8 + threadIdx.x;
+            sh_eval_column(g, nv, y, T);
+            for (int q = 0; q < g.nsh; q++)
+                row[q] = REAL(y[q * T]);
+        }
+        if (g.table) {
+            /* |r| = (k + t) h: the knot interval and where in it (t in double, then rounded) */
+            const double u = d * g.inv_h;
+            const int k = min((int)u, g.n_intervals - 1);
+            row[g.nsh] = REAL(k);
+            row[g.nsh + 1] = REAL(u - k);
+        } else {
+            double f, df;
+            radial_envelope(g, d, &f, &df);
+            for (int q = 0; q < g.n_basis; q++)
+                row[g.nsh + q] = REAL(radial_basis_fn(g, d, q, f, df, nullptr));
+        }
     }
-    double basis[kMaxBasis];
-    radial_basis(g, d, basis, nullptr);
-    for (int q = 0; q < g.n_basis; q++)
-        row[g.nsh + q] = REAL(basis[q]);
+    __syncthreads();
+    const int64_t n_values = (int64_t)nf * min((int64_t)T, n_edges - e0);
+    REAL *out = feat + e0 * nf;
+    for (int64_t k = threadIdx.x; k < n_values; k += T)
+        out[k] = rows[k];
 }
 
+/* L as in edge_features_kernel; the column version keeps Y and its adjoints: [2][nsh][T] */
+template <int L>
 __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
                                  const double *ggeo, double *edge_grad)
 {
@@ -54,27 +80,77 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_e
         return;
     double nv[3];
     const double d = edge_direction(edge_vec + 3 * e, nv);
-    double y[kMaxSh], dyn[kMaxSh * 3];
-    sh_eval(g, nv, y, dyn);
     const double *gy = ggeo + e * (g.nsh + g.n_rfeat), *gb = gy + g.nsh;
-    double dd = 0.0, dn[3] = {0.0, 0.0, 0.0};
+    double dd = 0.0, dn[3];
     if (g.table) {
         dd = gb[0] * g.inv_h; /* gb[0] = dE/dt, t = |r| / h - k */
     } else {
-        double basis[kMaxBasis], dbasis[kMaxBasis];
-        radial_basis(g, d, basis, dbasis);
-        for (int q = 0; q < g.n_basis; q++)
-            dd += gb[q] * dbasis[q];
+        double f, df, db;
+        radial_envelope(g, d, &f, &df);
+        for (int q = 0; q < g.n_basis; q++) {
+            radial_basis_fn(g, d, q, f, df, &db);
+            dd += gb[q] * db;
+        }
     }
-    for (int q = 0; q < g.nsh; q++) {
-        dn[0] += gy[q] * dyn[3 * q];
-        dn[1] += gy[q] * dyn[3 * q + 1];
-        dn[2] += gy[q] * dyn[3 * q + 2];
+    if constexpr (L >= 0) {
+        constexpr int nsh = (L + 1) * (L + 1);
+        double y[nsh], adj[nsh];
+        sh_eval_fixed<L>(nv, y);
+#pragma unroll
+        for (int q = 0; q < nsh; q++)
+            adj[q] = gy[q];
+        sh_grad_fixed<L>(y, adj, dn);
+    } else {
+        extern __shared__ double tile[];
+        const int T = blockDim.x;
+        double *y = tile + threadIdx.x, *adj = y + g.nsh * T;
+        sh_eval_column(g, nv, y, T);
+        for (int q = 0; q < g.nsh; q++)
+            adj[q * T] = gy[q];
+        sh_grad_column(g, y, adj, T, dn);
     }
     /* Y depends on the direction only: project out the radial part, then d n / d r = 1/|r| */
     const double proj = dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
     for (int c = 0; c < 3; c++)
         edge_grad[3 * e + c] = (dn[c] - proj * nv[c]) / d + dd * nv[c];
+}
+
+/* Threads per block of the column versions: a thread's Y (and adjoints) in shared memory,
+ * within the default 48 KB */
+static int column_threads(const Geometry &g, int columns)
+{
+    int threads = 128;
+    while (threads > 32 && (size_t)columns * g.nsh * threads * sizeof(double) > 48 * 1024)
+        threads /= 2;
+    return threads;
+}
+
+/* f(std::integral_constant<int, L>) for the model's degree where code is generated, else
+ * f(std::integral_constant<int, -1>) */
+template <typename F> static cudaError_t with_sh_degree(const Geometry &g, F &&f)
+{
+    static_assert(FNQ_SH_LMAX == 3, "dispatch below covers l <= 3");
+    switch (g.lmax) {
+    case 0: return f(std::integral_constant<int, 0>{});
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: return f(std::integral_constant<int, -1>{});
+    }
+}
+
+/* Threads per block and shared memory of edge_features_kernel: the staged rows, and for the
+ * column version the Y columns, within the default 48 KB */
+template <typename REAL> static int features_threads(const Geometry &g, bool columns, size_t *smem)
+{
+    const int nf = g.nsh + g.n_rfeat;
+    int threads = 128;
+    for (;; threads /= 2) {
+        *smem = (sizeof(REAL) * threads * nf + 7) / 8 * 8 +
+                (columns ? sizeof(double) * g.nsh * threads : 0);
+        if (*smem <= 48 * 1024 || threads == 32)
+            return threads;
+    }
 }
 
 template <typename REAL>
@@ -83,10 +159,14 @@ cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int6
 {
     if (n_edges == 0)
         return cudaSuccess;
-    const int threads = 128;
-    edge_features_kernel<REAL><<<(unsigned)((n_edges + threads - 1) / threads), threads, 0,
-                                 stream>>>(g, edge_vec, n_edges, feat);
-    return cudaGetLastError();
+    return with_sh_degree(g, [&](auto deg) {
+        constexpr int L = decltype(deg)::value;
+        size_t smem = 0;
+        const int threads = features_threads<REAL>(g, L < 0, &smem);
+        edge_features_kernel<REAL, L><<<(unsigned)((n_edges + threads - 1) / threads), threads,
+                                        smem, stream>>>(g, edge_vec, n_edges, feat);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
@@ -94,10 +174,14 @@ cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t 
 {
     if (n_edges == 0)
         return cudaSuccess;
-    const int threads = 128;
-    edge_grad_kernel<<<(unsigned)((n_edges + threads - 1) / threads), threads, 0, stream>>>(
-        g, edge_vec, n_edges, ggeo, edge_grad);
-    return cudaGetLastError();
+    return with_sh_degree(g, [&](auto deg) {
+        constexpr int L = decltype(deg)::value;
+        const int threads = L >= 0 ? 128 : column_threads(g, 2);
+        const size_t smem = L >= 0 ? 0 : 2 * sizeof(double) * g.nsh * threads;
+        edge_grad_kernel<L><<<(unsigned)((n_edges + threads - 1) / threads), threads, smem,
+                              stream>>>(g, edge_vec, n_edges, ggeo, edge_grad);
+        return cudaGetLastError();
+    });
 }
 
 template cudaError_t edge_features_launch<float>(const Geometry &, const double *, int64_t,

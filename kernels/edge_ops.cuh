@@ -1,72 +1,125 @@
 /*
  * edge_ops.cuh: per-edge geometry on the device, in double precision: e3nn spherical
- * harmonics by the same Clebsch-Gordan recursion as the host (core/src/sh.c), with their
- * gradient, and the radial basis with its derivative (core/src/radial.c); and the staging of a
- * super-chunk's precomputed features into shared memory for the layer kernels.
+ * harmonics by the same Clebsch-Gordan recursion as the host (core/src/sh.c; generated code for
+ * l <= 3), with their gradient by reverse mode, and the radial basis with its derivative
+ * (core/src/radial.c); and the staging of a super-chunk's precomputed features into shared
+ * memory for the layer kernels.
  */
 #pragma once
 
 #include "common.cuh"
 #include "model_dev.cuh"
+#include "sh_code.inc"
 
 namespace fnqcu {
 
-/* y[nsh]; dy[nsh*3] = dY/dn (polynomial gradient) when dy != nullptr */
-__device__ __forceinline__ void sh_eval(const Geometry &g, const double n[3], double *y, double *dy)
+/* Y(n) for l <= L by the generated recursion (sh_code.inc): y[(L + 1)^2] stays in registers */
+template <int L, int l = 2> __device__ __forceinline__ void sh_levels(double *y)
+{
+    static_assert(L <= FNQ_SH_LMAX, "no generated spherical harmonics of this degree");
+    if constexpr (l <= L) {
+        shgen::sh_level<l>(y);
+        sh_levels<L, l + 1>(y);
+    }
+}
+template <int L> __device__ __forceinline__ void sh_eval_fixed(const double n[3], double *y)
+{
+    y[0] = 1.0;
+    if constexpr (L >= 1)
+        for (int k = 0; k < 3; k++)
+            y[1 + k] = 1.7320508075688772935 * n[k];
+    sh_levels<L>(y);
+}
+
+/* dn[c] = sum_q a[q] dY_q/dn_c for the Y of sh_eval_fixed<L>: the adjoints a (on entry dE/dY,
+ * overwritten) go back through the levels from l = L down (reverse mode, sh_grad_column) */
+template <int L, int l = L> __device__ __forceinline__ void sh_levels_adjoint(const double *y,
+                                                                            double *a)
+{
+    if constexpr (l >= 2) {
+        shgen::sh_level_adjoint<l>(y, a);
+        sh_levels_adjoint<L, l - 1>(y, a);
+    }
+}
+template <int L>
+__device__ __forceinline__ void sh_grad_fixed(const double *y, double *a, double dn[3])
+{
+    sh_levels_adjoint<L>(y, a);
+    for (int k = 0; k < 3; k++)
+        dn[k] = L >= 1 ? 1.7320508075688772935 * a[1 + k] : 0.0;
+}
+
+/* Y(n) by the recursion for any l <= kMaxL, value q at y[q * stride]: the thread's column of a
+ * shared-memory tile. The terms' indices are runtime values here, so an array in registers is
+ * not possible; a local-memory array of kMaxSh doubles (and 3 kMaxSh for the gradient) per
+ * thread made the geometry kernels 2.6 ms of a 103 ms step at 64,000 atoms (H100,
+ * bench/NOTES.md v8.2). Models with l <= FNQ_SH_LMAX take sh_eval_fixed. */
+__device__ __forceinline__ void sh_eval_column(const Geometry &g, const double n[3], double *y,
+                                               int stride)
 {
     const double s3 = 1.7320508075688772935;
     y[0] = 1.0;
-    if (dy)
-        dy[0] = dy[1] = dy[2] = 0.0;
     if (g.lmax >= 1)
-        for (int k = 0; k < 3; k++) {
-            y[1 + k] = s3 * n[k];
-            if (dy)
-                for (int a = 0; a < 3; a++)
-                    dy[(1 + k) * 3 + a] = (a == k) ? s3 : 0.0;
-        }
+        for (int k = 0; k < 3; k++)
+            y[(1 + k) * stride] = s3 * n[k];
     for (int l = 2; l <= g.lmax; l++) {
         const int o = l * l, o1 = g.l1[l] * g.l1[l], o2 = g.l2[l] * g.l2[l];
-        for (int k = 0; k < 2 * l + 1; k++) {
-            y[o + k] = 0.0;
-            if (dy)
-                dy[(o + k) * 3 + 0] = dy[(o + k) * 3 + 1] = dy[(o + k) * 3 + 2] = 0.0;
-        }
+        for (int k = 0; k < 2 * l + 1; k++)
+            y[(o + k) * stride] = 0.0;
         for (int t = g.first[l]; t < g.first[l + 1]; t++) {
             const ShTerm tm = g.terms[t];
-            const double a = y[o1 + tm.i], b = y[o2 + tm.j];
-            y[o + tm.k] += tm.coef * a * b;
-            if (dy)
-                for (int c = 0; c < 3; c++)
-                    dy[(o + tm.k) * 3 + c] +=
-                        tm.coef * (dy[(o1 + tm.i) * 3 + c] * b + a * dy[(o2 + tm.j) * 3 + c]);
+            y[(o + tm.k) * stride] += tm.coef * y[(o1 + tm.i) * stride] * y[(o2 + tm.j) * stride];
         }
     }
 }
 
-/* basis[n_basis] and (if dbasis) d basis / d r */
-__device__ __forceinline__ void radial_basis(const Geometry &g, double d, double *basis,
-                                             double *dbasis)
+/* dn[c] = sum_q a[q] dY_q/dn_c (the polynomial gradient) for the Y of sh_eval_column (same
+ * column layout), by reverse mode through the recursion: the adjoints a[q] (on entry dE/dY,
+ * overwritten) flow from each l down to the two lower ones it is built from. One pass over the
+ * terms instead of carrying dY/dn (3 nsh values) forward. */
+__device__ __forceinline__ void sh_grad_column(const Geometry &g, const double *y, double *a,
+                                               int stride, double dn[3])
+{
+    const double s3 = 1.7320508075688772935;
+    for (int l = g.lmax; l >= 2; l--) {
+        const int o = l * l, o1 = g.l1[l] * g.l1[l], o2 = g.l2[l] * g.l2[l];
+        for (int t = g.first[l + 1] - 1; t >= g.first[l]; t--) {
+            const ShTerm tm = g.terms[t];
+            const double c = tm.coef * a[(o + tm.k) * stride];
+            a[(o1 + tm.i) * stride] += c * y[(o2 + tm.j) * stride];
+            a[(o2 + tm.j) * stride] += c * y[(o1 + tm.i) * stride];
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        dn[k] = g.lmax >= 1 ? s3 * a[(1 + k) * stride] : 0.0;
+}
+
+/* The polynomial cutoff envelope f(d) and df/dd */
+__device__ __forceinline__ void radial_envelope(const Geometry &g, double d, double *f,
+                                                double *df)
 {
     const double rc = g.cutoff, p = g.poly_p, u = d / rc;
-    double f = 0.0, df = 0.0;
+    *f = 0.0, *df = 0.0;
     if (u < 1.0) {
         const double up = pow(u, p), upm1 = pow(u, p - 1.0);
-        f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
-            0.5 * p * (p + 1.0) * up * u * u;
-        df = (-0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
-              0.5 * p * (p + 1.0) * (p + 2.0) * up * u) / rc;
+        *f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
+             0.5 * p * (p + 1.0) * up * u * u;
+        *df = (-0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
+               0.5 * p * (p + 1.0) * (p + 2.0) * up * u) / rc;
     }
-    const double pre = 2.0 / rc;
-    for (int n = 0; n < g.n_basis; n++) {
-        const double w = g.bessel_freq[n] / rc;
-        double s, c;
-        sincos(w * d, &s, &c);
-        const double b = pre * s / d;
-        basis[n] = b * f;
-        if (dbasis)
-            dbasis[n] = pre * (w * c * d - s) / (d * d) * f + b * df;
-    }
+}
+
+/* Basis function n at d (enveloped by f, df from radial_envelope) and (if db) its derivative */
+__device__ __forceinline__ double radial_basis_fn(const Geometry &g, double d, int n, double f,
+                                                  double df, double *db)
+{
+    const double rc = g.cutoff, pre = 2.0 / rc, w = g.bessel_freq[n] / rc;
+    double s, c;
+    sincos(w * d, &s, &c);
+    const double b = pre * s / d;
+    if (db)
+        *db = pre * (w * c * d - s) / (d * d) * f + b * df;
+    return b * f;
 }
 
 /* Stage the edges [e0, e0 + n) of a super-chunk (edge numbers through `index` when given) from

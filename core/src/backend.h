@@ -91,6 +91,13 @@ struct fnq_backend_i {
      * src is not memory of the context's device. NULL: the backend takes no device inputs. */
     enum fnq_status (*to_host)(void *state, void *dst, const void *src, size_t bytes,
                                const char *what);
+    /* (optional, with to_host) the caller's device positions [n][3] and species [n], after the
+     * caller's work on the legacy default stream, checked where they are: *ok = 0 when an atom
+     * has a non-finite coordinate or a species outside [0, n_species) (the caller then copies
+     * them with to_host to word the message); INVALID_ARG when they are not memory of the
+     * context's device. NULL: the caller checks host copies. */
+    enum fnq_status (*check_inputs)(void *state, int64_t n, const double *pos,
+                                    const int32_t *species, int32_t n_species, int *ok);
 };
 
 extern const struct fnq_backend_i fnq__backend_cpu;

@@ -51,4 +51,5 @@ static enum fnq_status cpu_compute(void *p, const struct fnq_graph *g,
 }
 
 const struct fnq_backend_i fnq__backend_cpu = {"cpu", cpu_init, cpu_free, cpu_compute,
-                                                NULL,  NULL,     NULL,     NULL};
+                                                NULL,  NULL,     NULL,     NULL,
+                                                NULL};

@@ -22,7 +22,7 @@ struct fnq_ctx {
     int has_comm;
     struct fnq_graph_buf graph;
     int64_t last_edges;
-    /* host copies of device positions and species for the input checks
+    /* host copies of device positions and species to word a failed input check
      * (fnq_ctx_compute_graph_device): [n*3] doubles, then [n] int32 */
     void *mirror;
     size_t mirror_cap;
@@ -322,13 +322,19 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
                          "fnq_ctx_compute_graph_device: %lld atoms, %lld pairs: the GPU graph "
                          "builder takes fewer than 2^31 of each",
                          (long long)n_atoms, (long long)n_edges);
-    /* the checks of the host route, on host copies (the pairs' are the backend's, which
-     * downloads them only to word a message) */
-    double *pos = NULL;
-    int32_t *sp = NULL;
-    FNQ_CHECK(mirror_inputs(ctx, n_atoms, positions, species, &pos, &sp));
-    FNQ_CHECK(check_species(ctx->model, n_atoms, sp));
-    FNQ_CHECK(fnq__check_positions(n_atoms, pos));
+    /* the checks of the host route: on the device where the backend can, on host copies only
+     * to word a message (the pairs' are the backend's, alike) */
+    int ok = 0;
+    if (ctx->backend->check_inputs)
+        FNQ_CHECK(ctx->backend->check_inputs(ctx->state, n_atoms, positions, species,
+                                             ctx->model->n_species, &ok));
+    if (!ok) {
+        double *pos = NULL;
+        int32_t *sp = NULL;
+        FNQ_CHECK(mirror_inputs(ctx, n_atoms, positions, species, &pos, &sp));
+        FNQ_CHECK(check_species(ctx->model, n_atoms, sp));
+        FNQ_CHECK(fnq__check_positions(n_atoms, pos));
+    }
     struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, n_atoms, n_atoms};
     const struct fnq_edge_input in = {n_atoms,   n_atoms,   n_edges,    positions, species,
                                       edge_recv, edge_send, edge_shift, NULL,      1};

@@ -6,6 +6,7 @@
  *   - the published Nequix values on the GPU;
  *   - bitwise identical energy and forces over 5 runs, and in a fresh context;
  *   - kernel launches per evaluation <= 2 per layer + 6;
+ *   - the periodic path's limits (too close, too many neighbours) worded as on the CPU;
  *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
  *   - a caller's list (shuffled, with pairs beyond the cutoff) sorted on the GPU gives bitwise
  *     the results of the same list sorted on the host, and the same error messages;
@@ -462,6 +463,46 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
     fnq_model_free(m);
 }
 
+/* The periodic path's limits, checked on the GPU (kernels/atom_limits.cu), stop with the
+ * messages the CPU context gives (its host builder words them), and the context recovers */
+static void check_periodic_limits(const struct test_structure *si)
+{
+    struct fnq_model *m = test_load_model("nequix-mp-1");
+    struct fnq_ctx *c[2];
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c[0]));
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F32, &c[1]));
+    const char *expect[2] = {"closer than", "more than the limit"};
+    double *pos = malloc(sizeof(double) * 3 * (size_t)si->n);
+    double *f = malloc(sizeof(double) * 3 * (size_t)si->n);
+    double e, v[6];
+    char msg[2][1024];
+    for (int bad = 0; bad < 2; bad++) {
+        memcpy(pos, si->pos, sizeof(double) * 3 * (size_t)si->n);
+        if (bad == 0) /* atom 5 onto its neighbour 4 */
+            for (int k = 0; k < 3; k++)
+                pos[3 * 5 + k] = pos[3 * 4 + k] + 0.05;
+        enum fnq_status st[2];
+        for (int k = 0; k < 2; k++) {
+            fnq_ctx_set_max_neighbors(c[k], bad == 1 ? 20 : 1024);
+            st[k] = fnq_ctx_compute_periodic(c[k], si->n, pos, si->species, si->cell, si->pbc, &e,
+                                             NULL, f, v);
+            snprintf(msg[k], sizeof(msg[k]), "%s", st[k] == FNQ_STATUS_OK ? "" : fnq_last_error());
+        }
+        printf("periodic limits %d (GPU): %s\n", bad, msg[0]);
+        CHECK(st[0] == FNQ_STATUS_INVALID_ARG && st[0] == st[1] && strcmp(msg[0], msg[1]) == 0 &&
+                  strstr(msg[0], expect[bad]),
+              "periodic limits %d: GPU said \"%s\", CPU \"%s\" (expected \"%s\")", bad, msg[0],
+              msg[1], expect[bad]);
+    }
+    fnq_ctx_set_max_neighbors(c[0], 1024);
+    CHECK(fnq_ctx_compute_periodic(c[0], si->n, si->pos, si->species, si->cell, si->pbc, &e, NULL,
+                                   f, v) == FNQ_STATUS_OK,
+          "the context did not recover after broken limits: %s", fnq_last_error());
+    free(pos), free(f);
+    fnq_ctx_free(c[0]), fnq_ctx_free(c[1]);
+    fnq_model_free(m);
+}
+
 static void check_out_of_memory(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -510,6 +551,7 @@ int main(void)
     check_ghost_path();
     check_caller_list(&small, 1);
     check_caller_list(&tri, 0);
+    check_periodic_limits(&small);
     test_structure_free(&small);
     check_out_of_memory();
     test_structure_free(&si), test_structure_free(&tri);
