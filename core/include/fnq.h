@@ -226,9 +226,9 @@ FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_loc
  * already on the GPU, as torch or cupy tensors have them: positions[n_atoms*3], species[n_atoms],
  * edge_recv[n_edges], edge_send[n_edges] and edge_shift[n_edges*3] (may be NULL) are CUDA device
  * pointers (memory of the context's device, or managed memory), written by work the caller has
- * finished or queued on the legacy default stream (the library waits for that stream). Only
- * species and positions are copied to the host (for the input checks); the pairs are sorted
- * where they are. Same results, to the bit, and the same error messages as
+ * finished or queued on the legacy default stream (the library waits for that stream). They
+ * are checked and the pairs sorted where they are; inputs are copied to the host only to word
+ * the message of a failed check. Same results, to the bit, and the same error messages as
  * fnq_ctx_compute_graph(ctx, n_atoms, n_atoms, ...) on host copies of the arrays (a comm, if
  * installed, is called as there). Outputs are host pointers (NULL = skip): energy,
  * atom_energies[n_atoms], forces[n_atoms*3], virial[6].
