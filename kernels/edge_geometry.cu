@@ -128,14 +128,11 @@ static int column_threads(const Geometry &g, int columns)
 }
 
 /* f(std::integral_constant<int, L>) for the model's degree where code is generated, else
- * f(std::integral_constant<int, -1>); FNQ_SH_GENERIC=1 takes the latter always (the test
- * gpu_vs_cpu_exact runs it, so that the path of higher degrees is checked on a GPU) */
+ * f(std::integral_constant<int, -1>); g.sh_generic takes the latter always */
 template <typename F> static cudaError_t with_sh_degree(const Geometry &g, F &&f)
 {
     static_assert(FNQ_SH_LMAX == 3, "dispatch below covers l <= 3");
-    static const bool generic =
-        getenv("FNQ_SH_GENERIC") && strcmp(getenv("FNQ_SH_GENERIC"), "1") == 0;
-    switch (generic ? -1 : g.lmax) {
+    switch (g.sh_generic ? -1 : g.lmax) {
     case 0: return f(std::integral_constant<int, 0>{});
     case 1: return f(std::integral_constant<int, 1>{});
     case 2: return f(std::integral_constant<int, 2>{});

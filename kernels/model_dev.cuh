@@ -191,6 +191,9 @@ struct Geometry {
      * (table = 1) the knot interval k and t in [0, 1] of |r| = (k + t) h (n_rfeat = 2) */
     int n_rfeat, table, n_intervals;
     double inv_h;
+    /* FNQ_SH_GENERIC=1: the harmonics by the plan's runtime recursion at every degree (the
+     * test gpu_vs_cpu_exact sets it, so the path of degrees above 3 is checked on a GPU) */
+    int sh_generic;
 };
 
 /* Everything per model, host-side holder of device pointers (model_upload.cu). */

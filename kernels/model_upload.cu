@@ -69,7 +69,7 @@ static Irreps convert_irreps(const struct fnq_irreps &h)
 template <typename REAL>
 static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &h,
                                       const struct fnq_irreps &in, const struct fnq_irreps &out,
-                                      int n_species, Linear<REAL> *d)
+                                      int n_species, bool quads, Linear<REAL> *d)
 {
     memset(d, 0, sizeof(*d));
     d->n_instr = h.n_instr;
@@ -96,8 +96,7 @@ static enum fnq_status convert_linear(Allocations *al, const struct fnq_linear &
         }
     FNQ_CHECK(upload_real<REAL>(al, wt.data(), total, &d->wt));
     /* FNQ_NO_QUADS=1: one output element per thread everywhere (to compare, bench/NOTES.md) */
-    const char *no_quads = getenv("FNQ_NO_QUADS");
-    if (no_quads && strcmp(no_quads, "1") == 0)
+    if (!quads)
         return FNQ_STATUS_OK;
     const std::vector<QuadBlock> plan = quad_plan(h, in, out, false, kThreads, &d->quad_units);
     const std::vector<QuadBlock> plan_t = quad_plan(h, out, in, true, kThreads, &d->quad_units_t);
@@ -194,12 +193,12 @@ constexpr double kTableMaxErrVal = 1e-7, kTableMaxErrSlope = 1e-5;
 template <typename REAL>
 static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_model *m,
                                            const struct fnq_layer &h, int layer, int intervals,
-                                           const std::vector<int4> &tasks, Layer<REAL> *d,
-                                           int *rejected)
+                                           bool verbose, const std::vector<int4> &tasks,
+                                           Layer<REAL> *d, int *rejected)
 {
     struct fnq_radial_table t;
     FNQ_CHECK(fnq__radial_table_build(m, &h.radial, 0.0, intervals, &t));
-    if (getenv("FNQ_VERBOSE"))
+    if (verbose)
         fprintf(stderr, "fusednequip cuda: layer %d radial table, %d intervals of %.4g A: max "
                         "interpolation error %.2g (weights) %.2g (derivatives), relative\n",
                 layer, intervals, t.h, t.err_val, t.err_slope);
@@ -242,7 +241,7 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
 
 template <typename REAL>
 static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
-                                     const struct fnq_layer &h, int layer, int table_intervals,
+                                     const struct fnq_layer &h, int layer, const UploadChoices &c,
                                      Layer<REAL> *d, int *table_rejected)
 {
     memset(d, 0, sizeof(*d));
@@ -250,9 +249,9 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     d->mid = convert_irreps(h.mid);
     d->conv = convert_irreps(h.conv);
     d->out = convert_irreps(h.out);
-    FNQ_CHECK(convert_linear<REAL>(al, h.linear_1, h.in, h.in, m->n_species, &d->linear_1));
-    FNQ_CHECK(convert_linear<REAL>(al, h.linear_2, h.mid, h.conv, m->n_species, &d->linear_2));
-    FNQ_CHECK(convert_linear<REAL>(al, h.self_conn, h.in, h.conv, m->n_species, &d->self_conn));
+    FNQ_CHECK(convert_linear<REAL>(al, h.linear_1, h.in, h.in, m->n_species, c.quads, &d->linear_1));
+    FNQ_CHECK(convert_linear<REAL>(al, h.linear_2, h.mid, h.conv, m->n_species, c.quads, &d->linear_2));
+    FNQ_CHECK(convert_linear<REAL>(al, h.self_conn, h.in, h.conv, m->n_species, c.quads, &d->self_conn));
     FNQ_CHECK(upload_real<REAL>(al, h.sender_scale, (size_t)m->n_species, &d->sender_scale));
 
     d->n_mlp = h.radial.n_layers;
@@ -375,16 +374,14 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
         FNQ_CHECK(upload_real<REAL>(al, wp.data(), wp.size(), &d->mlp_wp[k]));
         FNQ_CHECK(upload_real<REAL>(al, wtp.data(), wtp.size(), &d->mlp_wtp[k]));
     }
-    if (table_intervals > 0) {
+    if (c.table_intervals > 0) {
         std::vector<int4> units, utasks;
         /* FNQ_NO_GROUPS=1: every path alone (to compare, bench/NOTES.md) */
-        const char *no_groups = getenv("FNQ_NO_GROUPS");
-        const bool groups = !no_groups || !*no_groups || !strcmp(no_groups, "0");
-        build_units(h, groups, &paths, &units, &utasks);
+        build_units(h, c.groups, &paths, &units, &utasks);
         d->n_units = (int)units.size();
         FNQ_CHECK(upload<int4>(al, units.data(), units.size(), &d->units));
         FNQ_CHECK(upload<int4>(al, utasks.data(), utasks.size(), &d->utasks));
-        FNQ_CHECK(upload_radial_table<REAL>(al, m, h, layer, table_intervals, utasks, d,
+        FNQ_CHECK(upload_radial_table<REAL>(al, m, h, layer, c.table_intervals, c.verbose, utasks, d,
                                             table_rejected));
     }
     FNQ_CHECK(upload<Path>(al, paths.data(), paths.size(), &d->paths)); /* dx_read set above */
@@ -446,8 +443,9 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
 }
 
 template <typename REAL>
-enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, DeviceModel<REAL> *dm)
+enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, DeviceModel<REAL> *dm)
 {
+    const int table_intervals = c.table_intervals;
     memset(dm, 0, sizeof(*dm));
     Allocations *al = new Allocations();
     dm->allocations = al;
@@ -455,7 +453,7 @@ enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, Dev
     dm->n_species = m->n_species;
     dm->layers = new Layer<REAL>[m->n_layers];
     for (int i = 0; i < m->n_layers; i++) {
-        FNQ_CHECK(convert_layer<REAL>(al, m, m->layers[i], i, table_intervals, &dm->layers[i],
+        FNQ_CHECK(convert_layer<REAL>(al, m, m->layers[i], i, c, &dm->layers[i],
                                       &dm->table_rejected));
         const struct fnq_layer &L = m->layers[i];
         dm->max_in = std::max(dm->max_in, (int)L.in.dim);
@@ -485,6 +483,7 @@ enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, Dev
     g.cutoff = m->cutoff;
     g.poly_p = m->poly_p;
     FNQ_CHECK(upload<double>(al, m->bessel_freq, (size_t)m->n_basis, &g.bessel_freq));
+    g.sh_generic = c.sh_generic;
     g.table = table_intervals > 0;
     g.n_intervals = table_intervals;
     g.n_rfeat = g.table ? 2 : g.n_basis;
@@ -528,7 +527,7 @@ enum fnq_status model_upload(const struct fnq_model *m, int table_intervals, Dev
         dm->readout_irreps[r] = convert_irreps(m->readout_irreps[r]);
     for (int r = 0; r < m->n_readout; r++)
         FNQ_CHECK(convert_linear<REAL>(al, m->readout[r], m->readout_irreps[r],
-                                       m->readout_irreps[r + 1], T, &dm->readout[r]));
+                                       m->readout_irreps[r + 1], T, c.quads, &dm->readout[r]));
     FNQ_CHECK(upload<double>(al, m->energy_scale, (size_t)T, &dm->energy_scale));
     FNQ_CHECK(upload<double>(al, m->energy_shift, (size_t)T, &dm->energy_shift));
     return FNQ_STATUS_OK;
@@ -546,8 +545,8 @@ template <typename REAL> void model_release(DeviceModel<REAL> *dm)
     memset(dm, 0, sizeof(*dm));
 }
 
-template enum fnq_status model_upload<float>(const struct fnq_model *, int, DeviceModel<float> *);
-template enum fnq_status model_upload<double>(const struct fnq_model *, int, DeviceModel<double> *);
+template enum fnq_status model_upload<float>(const struct fnq_model *, const UploadChoices &, DeviceModel<float> *);
+template enum fnq_status model_upload<double>(const struct fnq_model *, const UploadChoices &, DeviceModel<double> *);
 template void model_release<float>(DeviceModel<float> *);
 template void model_release<double>(DeviceModel<double> *);
 

@@ -95,6 +95,9 @@ FNQ_API const char *fnq_device_name(enum fnq_device device);
 FNQ_API int32_t fnq_cuda_device_count(void);
 /* The message of the last failure in this thread ("" if none). Valid until the next call. */
 FNQ_API const char *fnq_last_error(void);
+/* Record `message` as this thread's last error and return `status`: for libraries built on
+ * this one (libfusednequip_mpi), so that callers read every failure through fnq_last_error(). */
+FNQ_API enum fnq_status fnq_error_set(enum fnq_status status, const char *message);
 
 /* Messages (warnings, info) go to this callback; the default prints warnings to stderr. */
 enum fnq_log_level { FNQ_LOG_DEBUG = 0, FNQ_LOG_INFO = 1, FNQ_LOG_WARN = 2, FNQ_LOG_ERROR = 3 };
@@ -192,6 +195,33 @@ struct fnq_comm {
 };
 /* Install (copied) or clear (NULL) the exchange callbacks of a context. */
 FNQ_API enum fnq_status fnq_ctx_set_comm(struct fnq_ctx *ctx, const struct fnq_comm *comm);
+
+/*
+ * The same exchange on the GPU, for a context on device cuda, so that ghost rows never leave
+ * it (libfusednequip_mpi's fnq_halo provides one: mpi/fnq_mpi.h). `rows` is device memory of
+ * the context's GPU, `stream` its cudaStream_t: forward and reverse enqueue their work on that
+ * stream (kernels, copies, NCCL calls) in stream order with the library's kernels, and may
+ * also wait for it on the host (an exchange staged through MPI). Same contract as struct
+ * fnq_comm otherwise: collective, once per layer after the first in each direction, row i at
+ * rows + i*width, 0 on success.
+ *   version (optional, may be NULL): when not NULL, forward and reverse only enqueue stream
+ *     work that a CUDA graph can record (NCCL, kernels, device copies: no host waits), and
+ *     `version` changes whenever what they enqueue would (the routing, its buffers). The
+ *     library then records the exchange in the step's CUDA graph and replays it while the
+ *     version and the atom and edge counts stay the same; a version of 0 means "not this
+ *     time" (NCCL wants one eager exchange first). NULL: the model runs unrecorded.
+ * A context has one exchange: installing this one clears a fnq_comm, and the other way round.
+ */
+struct fnq_device_comm {
+    void *user;
+    int (*forward)(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream);
+    int (*reverse)(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream);
+    uint64_t (*version)(void *user);
+};
+/* Install (copied) or clear (NULL) the device exchange of a context on device cuda
+ * (FNQ_STATUS_INVALID_ARG on another device). */
+FNQ_API enum fnq_status fnq_ctx_set_device_comm(struct fnq_ctx *ctx,
+                                                const struct fnq_device_comm *comm);
 
 /*
  * Evaluate with a caller's neighbour list, as LAMMPS provides it: atoms 0..n_local-1 are owned,

@@ -7,6 +7,7 @@
 
 #include "fnq.h"
 #include "model.h"
+#include "options.h"
 
 /* One configuration as a directed graph; owned by the context, reused across calls. */
 struct fnq_graph {
@@ -31,17 +32,24 @@ struct fnq_results {
 };
 
 /* Ghost exchange as the backend sees it: forward fills ghost rows, reverse folds them back,
- * through the caller's callbacks (ghosts given by an owner map are folded into the graph
- * instead, graph.h, and leave no ghost rows). */
+ * through the caller's callbacks on host rows (comm) or on device rows (device_comm: the CUDA
+ * backend calls it with its own rows and stream); ghosts given by an owner map are folded into
+ * the graph instead (graph.h) and leave no ghost rows. */
 struct fnq_exchange {
-    const struct fnq_comm *comm;  /* caller's callbacks, or NULL */
+    const struct fnq_comm *comm;               /* caller's host-row callbacks, or NULL */
+    const struct fnq_device_comm *device_comm; /* caller's device-row callbacks, or NULL */
     int64_t n_local, n_all;
 };
-/* Whether a layer must exchange ghost rows. A caller's comm is collective (MPI ranks wait on
- * each other), so it runs on every rank at every layer, also on a rank without ghosts. */
+/* A caller's exchange is collective (MPI ranks wait on each other): it runs on every rank at
+ * every layer, also on a rank without ghosts. */
+static inline int fnq__exchange_by_caller(const struct fnq_exchange *x)
+{
+    return x->comm != NULL || x->device_comm != NULL;
+}
+/* Whether a layer must exchange ghost rows. */
 static inline int fnq__exchange_needed(const struct fnq_exchange *x)
 {
-    return x->comm != NULL || x->n_all > x->n_local;
+    return fnq__exchange_by_caller(x) || x->n_all > x->n_local;
 }
 enum fnq_status fnq__exchange_forward(const struct fnq_exchange *x, void *rows, int32_t width,
                                       enum fnq_dtype dtype);
@@ -65,9 +73,10 @@ struct fnq_edge_input {
 
 struct fnq_backend_i {
     const char *name;
-    /* per-context state: weights in the backend's precision, buffers */
+    /* per-context state: weights in the backend's precision, buffers; `opt` (the context's
+     * switches, options.h) is copied */
     enum fnq_status (*init)(const struct fnq_model *m, enum fnq_dtype dtype, int32_t device_id,
-                            void **state);
+                            const struct fnq_options *opt, void **state);
     void (*free)(void *state);
     enum fnq_status (*compute)(void *state, const struct fnq_graph *g,
                                const struct fnq_exchange *x, struct fnq_results *out);

@@ -13,15 +13,15 @@ struct cpu_state {
 };
 
 static enum fnq_status cpu_init(const struct fnq_model *m, enum fnq_dtype dtype, int32_t device_id,
-                                void **out)
+                                const struct fnq_options *opt, void **out)
 {
     (void)device_id;
     struct cpu_state *s = calloc(1, sizeof(*s));
     if (!s)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of host memory");
     s->dtype = dtype;
-    enum fnq_status st = dtype == FNQ_DTYPE_F32 ? fnq__cpu_init_f32(m, &s->impl)
-                                                : fnq__cpu_init_f64(m, &s->impl);
+    enum fnq_status st = dtype == FNQ_DTYPE_F32 ? fnq__cpu_init_f32(m, opt->debug_layers, &s->impl)
+                                                : fnq__cpu_init_f64(m, opt->debug_layers, &s->impl);
     if (st != FNQ_STATUS_OK) {
         free(s);
         return st;

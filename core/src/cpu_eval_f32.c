@@ -21,9 +21,9 @@
 #define FABS fabsf
 #include "cpu_eval.inc"
 
-enum fnq_status fnq__cpu_init_f32(const struct fnq_model *m, void **state)
+enum fnq_status fnq__cpu_init_f32(const struct fnq_model *m, int debug_layers, void **state)
 {
-    return FN(state_init)(m, state);
+    return FN(state_init)(m, debug_layers, state);
 }
 void fnq__cpu_free_f32(void *state) { FN(state_free)(state); }
 enum fnq_status fnq__cpu_compute_f32(void *state, const struct fnq_graph *g,

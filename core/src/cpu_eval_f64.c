@@ -21,9 +21,9 @@
 #define FABS fabs
 #include "cpu_eval.inc"
 
-enum fnq_status fnq__cpu_init_f64(const struct fnq_model *m, void **state)
+enum fnq_status fnq__cpu_init_f64(const struct fnq_model *m, int debug_layers, void **state)
 {
-    return FN(state_init)(m, state);
+    return FN(state_init)(m, debug_layers, state);
 }
 void fnq__cpu_free_f64(void *state) { FN(state_free)(state); }
 enum fnq_status fnq__cpu_compute_f64(void *state, const struct fnq_graph *g,

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "graph.h"
+#include "options.h"
 #include "status.h"
 
 struct fnq_ctx {
@@ -17,9 +18,12 @@ struct fnq_ctx {
     enum fnq_dtype dtype;
     const struct fnq_backend_i *backend;
     void *state;
+    struct fnq_options options; /* read from the environment once, at fnq_ctx_init */
     struct fnq_limits limits;
+    /* the caller's ghost exchange: at most one of the two */
     struct fnq_comm comm;
-    int has_comm;
+    struct fnq_device_comm device_comm;
+    int has_comm, has_device_comm;
     struct fnq_graph_buf graph;
     int64_t last_edges;
     /* host copies of device positions and species to word a failed input check
@@ -29,12 +33,16 @@ struct fnq_ctx {
 };
 
 /* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
-__attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(void) { return NULL; }
+__attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(enum fnq_dtype dtype)
+{
+    (void)dtype;
+    return NULL;
+}
 __attribute__((weak)) int fnq__cuda_device_count(void) { return 0; }
 
 int32_t fnq_cuda_device_count(void)
 {
-    return fnq__backend_cuda_get() ? (int32_t)fnq__cuda_device_count() : 0;
+    return fnq__backend_cuda_get(FNQ_DTYPE_F32) ? (int32_t)fnq__cuda_device_count() : 0;
 }
 
 enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
@@ -49,11 +57,11 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     if (dtype != FNQ_DTYPE_F32 && dtype != FNQ_DTYPE_F64 && dtype != FNQ_DTYPE_DEFAULT)
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
 
-    const struct fnq_backend_i *cuda = fnq__backend_cuda_get();
+    const int have_cuda = fnq__backend_cuda_get(FNQ_DTYPE_F32) != NULL;
     const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
     if (automatic)
-        device = (cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
-    if (device == FNQ_DEVICE_CUDA && !cuda)
+        device = (have_cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
+    if (device == FNQ_DEVICE_CUDA && !have_cuda)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "device 'cuda' requested but this build of libfusednequip has no CUDA "
                          "backend (rebuild with -DFNQ_ENABLE_CUDA=ON), or use device 'cpu'");
@@ -66,11 +74,12 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     c->model = model;
     c->device = device;
     c->dtype = dtype;
-    c->backend = device == FNQ_DEVICE_CUDA ? cuda : &fnq__backend_cpu;
+    c->backend = device == FNQ_DEVICE_CUDA ? fnq__backend_cuda_get(dtype) : &fnq__backend_cpu;
     c->limits.cutoff = model->cutoff;
     c->limits.min_distance = 0.1;
     c->limits.max_neighbors = 1024;
-    enum fnq_status st = c->backend->init(model, dtype, device_id, &c->state);
+    fnq__options_read(&c->options);
+    enum fnq_status st = c->backend->init(model, dtype, device_id, &c->options, &c->state);
     if (st == FNQ_STATUS_UNSUPPORTED && automatic && device == FNQ_DEVICE_CUDA) {
         /* device "auto" means "the best device that can run this model": a model the CUDA
          * kernels do not cover (e.g. l > 3) runs on the CPU, and says so once */
@@ -81,7 +90,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         c->device = FNQ_DEVICE_CPU;
         c->dtype = default_dtype ? FNQ_DTYPE_F64 : dtype;
         c->backend = &fnq__backend_cpu;
-        st = c->backend->init(model, c->dtype, device_id, &c->state);
+        st = c->backend->init(model, c->dtype, device_id, &c->options, &c->state);
     }
     if (st != FNQ_STATUS_OK) {
         free(c);
@@ -141,9 +150,40 @@ enum fnq_status fnq_ctx_set_comm(struct fnq_ctx *ctx, const struct fnq_comm *com
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_set_comm: both forward and reverse callbacks are required");
     ctx->has_comm = comm != NULL;
-    if (comm)
+    if (comm) {
         ctx->comm = *comm;
+        ctx->has_device_comm = 0;
+    }
     return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq_ctx_set_device_comm(struct fnq_ctx *ctx, const struct fnq_device_comm *comm)
+{
+    if (!ctx)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_set_device_comm: NULL context");
+    if (comm && ctx->device != FNQ_DEVICE_CUDA)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_set_device_comm: the context is on device %s; a device "
+                         "exchange needs device cuda (use fnq_ctx_set_comm)",
+                         ctx->backend->name);
+    if (comm && (!comm->forward || !comm->reverse))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_set_device_comm: both forward and reverse callbacks are required");
+    ctx->has_device_comm = comm != NULL;
+    if (comm) {
+        ctx->device_comm = *comm;
+        ctx->has_comm = 0;
+    }
+    return FNQ_STATUS_OK;
+}
+
+/* The context's exchange for n_local owned atoms of n_all (n_all == n_local: no ghost rows) */
+static struct fnq_exchange exchange_of(const struct fnq_ctx *ctx, int64_t n_local, int64_t n_all)
+{
+    const struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL,
+                                   ctx->has_device_comm ? &ctx->device_comm : NULL, n_local,
+                                   n_all};
+    return x;
 }
 
 static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const int32_t *species)
@@ -206,7 +246,7 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
                    species, cell, pbc);
     FNQ_CHECK(fnq__graph_from_cell(&ctx->graph, n_atoms, positions, species, cell, pbc,
                                    &ctx->limits));
-    struct fnq_exchange x = {NULL, n_atoms, n_atoms};
+    const struct fnq_exchange x = {NULL, NULL, n_atoms, n_atoms};
     return run(ctx, &x, NULL, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
                NULL);
 }
@@ -228,12 +268,13 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     if ((n_all > 0 && (!positions || !species)) || (n_edges > 0 && (!edge_recv || !edge_send)))
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: NULL positions, species or edge arrays");
-    if (n_all > n_local && !ctx->has_comm && !ghost_owner)
+    const int caller_exchange = ctx->has_comm || ctx->has_device_comm;
+    if (n_all > n_local && !caller_exchange && !ghost_owner)
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: %lld ghost atoms need ghost_owner or an "
-                         "installed comm (fnq_ctx_set_comm)",
+                         "installed comm (fnq_ctx_set_comm, fnq_ctx_set_device_comm)",
                          (long long)(n_all - n_local));
-    if (ghost_owner && !ctx->has_comm)
+    if (ghost_owner && !caller_exchange)
         for (int64_t k = 0; k < n_all - n_local; k++)
             if (ghost_owner[k] < 0 || ghost_owner[k] >= n_local)
                 return fnq__fail(FNQ_STATUS_INVALID_ARG,
@@ -243,14 +284,13 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     FNQ_CHECK(check_species(ctx->model, n_all, species));
     /* Ghosts given by an owner map are folded onto their owners as the graph is built
      * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */
-    const int64_t *fold = !ctx->has_comm && n_all > n_local ? ghost_owner : NULL;
-    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, n_local, fold ? n_local : n_all};
+    const int64_t *fold = !caller_exchange && n_all > n_local ? ghost_owner : NULL;
+    const struct fnq_exchange x = exchange_of(ctx, n_local, fold ? n_local : n_all);
     enum fnq_status st;
     /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
      * the host); FNQ_HOST_GRAPH=1 keeps it on the host (tests compare both) */
-    const char *host_graph = getenv("FNQ_HOST_GRAPH");
     if (ctx->backend->compute_edges && n_edges <= INT32_MAX && n_all < INT32_MAX &&
-        !(host_graph && strcmp(host_graph, "1") == 0)) {
+        !ctx->options.host_graph) {
         const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
                                           edge_recv, edge_send, edge_shift, fold,      0};
         st = run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
@@ -335,7 +375,7 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
         FNQ_CHECK(check_species(ctx->model, n_atoms, sp));
         FNQ_CHECK(fnq__check_positions(n_atoms, pos));
     }
-    struct fnq_exchange x = {ctx->has_comm ? &ctx->comm : NULL, n_atoms, n_atoms};
+    const struct fnq_exchange x = exchange_of(ctx, n_atoms, n_atoms);
     const struct fnq_edge_input in = {n_atoms,   n_atoms,   n_edges,    positions, species,
                                       edge_recv, edge_send, edge_shift, NULL,      1};
     return run(ctx, &x, &in, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,

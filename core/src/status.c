@@ -73,6 +73,11 @@ enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
     return status;
 }
 
+enum fnq_status fnq_error_set(enum fnq_status status, const char *message)
+{
+    return fnq__fail(status, "%s", message ? message : "");
+}
+
 void fnq_log_set(fnq_log_callback callback, void *user)
 {
     log_callback = callback ? callback : default_log;

@@ -277,18 +277,18 @@ static void check_ghost_path(void)
     for (int dt = 0; dt < 2; dt++)
         for (int mode = 0; mode < 3; mode++) {
             struct fnq_ctx *g;
+            if (mode == 2) /* the owner map, the graph built on the host (read at init) */
+                setenv("FNQ_HOST_GRAPH", "1", 1);
             CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &g));
+            unsetenv("FNQ_HOST_GRAPH");
             struct owner_map om = {s.n, na, owner};
             struct fnq_comm comm = {&om, fwd, rev};
             if (mode == 1)
                 CHECK_OK(fnq_ctx_set_comm(g, &comm));
             double e1, v1[6], *f1 = malloc(sizeof(double) * 3 * (size_t)na);
-            if (mode == 2) /* the owner map, the graph built on the host */
-                setenv("FNQ_HOST_GRAPH", "1", 1);
             CHECK_OK(fnq_ctx_compute_graph(g, s.n, na, pos, sp, ne, recv, send, NULL,
                                            mode == 1 ? NULL : owner + s.n, &e1, NULL, f1, v1,
                                            NULL));
-            unsetenv("FNQ_HOST_GRAPH");
             if (mode == 0) { /* ghosts folded onto owners: their rows are zeros */
                 int zero = 1;
                 for (int64_t i = 3 * s.n; i < 3 * na; i++)
@@ -346,18 +346,25 @@ static int64_t periodic_pairs(const struct test_structure *s, double reach, int6
     return n;
 }
 
-/* One fnq_ctx_compute_graph with the graph built on the GPU or (FNQ_HOST_GRAPH=1) the host;
+/* Two CUDA contexts: c[0] builds a caller's graph on the GPU, c[1] on the host
+ * (FNQ_HOST_GRAPH=1, read when a context is made) */
+static void init_graph_pair(struct fnq_model *m, enum fnq_dtype dtype, struct fnq_ctx *c[2])
+{
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dtype, &c[0]));
+    setenv("FNQ_HOST_GRAPH", "1", 1);
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dtype, &c[1]));
+    unsetenv("FNQ_HOST_GRAPH");
+}
+
+/* One fnq_ctx_compute_graph with the graph built on the GPU (c[0]) or the host (c[1]);
  * the status, and the message on failure */
-static enum fnq_status graph_eval(struct fnq_ctx *c, int host, const struct test_structure *s,
+static enum fnq_status graph_eval(struct fnq_ctx *c[2], int host, const struct test_structure *s,
                                   int64_t ne, const int64_t *recv, const int64_t *send,
                                   const double *shift, double *e, double *f, double *v,
                                   char *message, size_t message_len)
 {
-    if (host)
-        setenv("FNQ_HOST_GRAPH", "1", 1);
-    enum fnq_status st = fnq_ctx_compute_graph(c, s->n, s->n, s->pos, s->species, ne, recv, send,
-                                               shift, NULL, e, NULL, f, v, NULL);
-    unsetenv("FNQ_HOST_GRAPH");
+    enum fnq_status st = fnq_ctx_compute_graph(c[host], s->n, s->n, s->pos, s->species, ne, recv,
+                                               send, shift, NULL, e, NULL, f, v, NULL);
     snprintf(message, message_len, "%s", st == FNQ_STATUS_OK ? "" : fnq_last_error());
     return st;
 }
@@ -371,8 +378,8 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
     double *f[2];
     char msg[2][1024];
     for (int dt = 0; dt < 2; dt++) {
-        struct fnq_ctx *c;
-        CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, &c));
+        struct fnq_ctx *c[2];
+        init_graph_pair(m, dt ? FNQ_DTYPE_F64 : FNQ_DTYPE_F32, c);
         double e[2], v[2][6];
         for (int host = 0; host < 2; host++) {
             f[host] = malloc(sizeof(double) * 3 * (size_t)si->n);
@@ -382,13 +389,13 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
         const int same = e[0] == e[1] && memcmp(v[0], v[1], sizeof(v[0])) == 0 &&
                          memcmp(f[0], f[1], sizeof(double) * 3 * (size_t)si->n) == 0;
         int32_t nl = 0;
-        fnq_ctx_last_kernel_launches(c, &nl);
+        fnq_ctx_last_kernel_launches(c[0], &nl);
         printf("caller's list (%lld atoms, %lld pairs, shuffled, cutoff + 1 A) %s: sorted on the GPU and on "
                "the host bitwise identical: %s (E = %.10f eV)\n",
                (long long)si->n, (long long)ne, dt ? "float64" : "float32", same ? "yes" : "NO", e[0]);
         CHECK(same, "caller's list: the GPU-built graph gives other results than the host's");
         free(f[0]), free(f[1]);
-        fnq_ctx_free(c);
+        fnq_ctx_free(c[0]), fnq_ctx_free(c[1]);
     }
 
     if (!bad_lists) {
@@ -397,8 +404,8 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
         return;
     }
     /* bad lists: the GPU path reports what the host path reports, and the context recovers */
-    struct fnq_ctx *c;
-    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c));
+    struct fnq_ctx *c[2];
+    init_graph_pair(m, FNQ_DTYPE_F32, c);
     int64_t kept = 0; /* a pair inside the cutoff */
     for (int64_t q = 0; q < ne; q++) {
         double d2 = 0.0;
@@ -429,7 +436,8 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
         if (bad == 2) /* atom 5 onto its neighbour 4 */
             for (int k = 0; k < 3; k++)
                 pos[3 * 5 + k] = pos[3 * 4 + k] + 0.05;
-        fnq_ctx_set_max_neighbors(c, bad == 3 ? 20 : 1024);
+        for (int host = 0; host < 2; host++)
+            fnq_ctx_set_max_neighbors(c[host], bad == 3 ? 20 : 1024);
         /* the send array shifted alike for the removed pair */
         int64_t *sd = malloc(sizeof(int64_t) * (size_t)ne);
         double *sh = malloc(sizeof(double) * 3 * (size_t)ne);
@@ -452,13 +460,13 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
               msg[1], expect[bad]);
         free(ff), free(sd), free(sh), free(r), free(pos);
     }
-    fnq_ctx_set_max_neighbors(c, 1024);
+    fnq_ctx_set_max_neighbors(c[0], 1024);
     double e, v[6], *ff = malloc(sizeof(double) * 3 * (size_t)si->n);
     CHECK(graph_eval(c, 0, si, ne, recv, send, shift, &e, ff, v, msg[0], sizeof(msg[0])) ==
               FNQ_STATUS_OK,
           "the context did not recover after bad lists: %s", msg[0]);
     free(ff);
-    fnq_ctx_free(c);
+    fnq_ctx_free(c[0]), fnq_ctx_free(c[1]);
     free(recv), free(send), free(shift);
     fnq_model_free(m);
 }

@@ -1,0 +1,48 @@
+/*
+ * options.c: read the environment's switches once into struct fnq_options (options.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+static int is_set(const char *name) { return getenv(name) != NULL; }
+
+static int equals(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, value) == 0;
+}
+
+/* a multiple of 16 in [16, 256], else 0 (automatic) */
+static int edges_per_chunk(const char *name)
+{
+    const char *v = getenv(name);
+    const int n = v ? atoi(v) : 0;
+    return n >= 16 && n <= 256 && n % 16 == 0 ? n : 0;
+}
+
+void fnq__options_read(struct fnq_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->host_graph = equals("FNQ_HOST_GRAPH", "1");
+    o->no_cuda_graph = is_set("FNQ_NO_CUDA_GRAPH");
+    o->timing = equals("FNQ_TIMING", "1");
+    o->verbose = is_set("FNQ_VERBOSE");
+    o->debug_layers = is_set("FNQ_DEBUG_LAYERS");
+    o->radial_exact = equals("FNQ_RADIAL", "exact");
+    o->radial_intervals = 2048;
+    if (getenv("FNQ_RADIAL_INTERVALS")) {
+        const int n = atoi(getenv("FNQ_RADIAL_INTERVALS"));
+        o->radial_intervals = n > 16 ? n : 16;
+    }
+    o->tf32 = equals("FNQ_TF32", "1");
+    o->sh_generic = equals("FNQ_SH_GENERIC", "1");
+    o->no_quads = equals("FNQ_NO_QUADS", "1");
+    /* set to anything but "" or "0" */
+    const char *groups = getenv("FNQ_NO_GROUPS");
+    o->no_groups = groups && *groups && strcmp(groups, "0") != 0;
+    o->ec_fwd = edges_per_chunk("FNQ_EC_FWD");
+    o->ec_bwd = edges_per_chunk("FNQ_EC_BWD");
+    o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * options.h: the library's tuning and debugging switches. They come from the environment and
+ * are read once, when a context is made (fnq_ctx_init), into this struct, which the context and
+ * its backend keep: nothing reads the environment during an evaluation. README.md
+ * ("Environment variables") lists them for users; the defaults are what production runs use.
+ */
+#pragma once
+
+struct fnq_options {
+    int host_graph;       /* FNQ_HOST_GRAPH=1: a caller's pairs become the graph on the host */
+    int no_cuda_graph;    /* FNQ_NO_CUDA_GRAPH (set): launch kernels one by one, never record */
+    int timing;           /* FNQ_TIMING=1: wall-clock per phase, printed when the context ends */
+    int verbose;          /* FNQ_VERBOSE (set): kernel configuration and radial-table errors */
+    int debug_layers;     /* FNQ_DEBUG_LAYERS (set): per-layer sums, on both backends */
+    int radial_exact;     /* FNQ_RADIAL=exact: float32 on the GPU runs the radial MLP itself */
+    int radial_intervals; /* FNQ_RADIAL_INTERVALS: knots of the radial tables (default 2048) */
+    int tf32;             /* FNQ_TF32=1: the radial-MLP GEMMs on tensor cores (3xTF32) */
+    int sh_generic;       /* FNQ_SH_GENERIC=1: harmonics by the runtime recursion at any degree */
+    int no_quads;         /* FNQ_NO_QUADS=1: node linears one output element per thread */
+    int no_groups;        /* FNQ_NO_GROUPS=1: every tensor-product path alone */
+    int ec_fwd, ec_bwd;   /* FNQ_EC_FWD / FNQ_EC_BWD: edges per super-chunk (0: automatic) */
+    int skip;             /* FNQ_SKIP: stages left out, for timing only (results WRONG) */
+};
+
+/* The switches as the environment sets them now. */
+void fnq__options_read(struct fnq_options *o);

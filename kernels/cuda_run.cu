@@ -1,0 +1,267 @@
+/*
+ * cuda_run.cu: the model evaluation on a graph in the context's buffers: per-edge geometry
+ * (Y, radial basis) -> per layer one fused forward kernel -> per layer one fused backward
+ * kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) -> force/virial
+ * assembly and deterministic totals: 2 launches per layer plus 4. Ghost rows are exchanged
+ * between layers (cuda_exchange.cu); then the backward epilogue runs as a kernel of its own,
+ * after the reverse exchange has summed every rank's contributions into the owned rows. The
+ * whole sequence is recorded as a CUDA graph and replayed while atom and edge counts, buffers
+ * and the exchange stay the same.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+#include "assemble.cuh"
+#include "cuda_state.cuh"
+#include "edge_geometry.cuh"
+#include "layer_backward.cuh"
+#include "layer_forward.cuh"
+
+namespace fnqcu {
+
+/* FNQ_DEBUG_LAYERS: the same per-layer sums the CPU backend prints (rows x width, stride; a
+ * tiled row's zero padding adds nothing to the sum, only to the count) */
+template <typename REAL>
+static void debug_layer_sums(State<REAL> *s, int layer, int64_t rows, const char *what,
+                             const REAL *dev, int64_t stride, int64_t width)
+{
+    std::vector<REAL> h(rows * stride);
+    cudaStreamSynchronize(s->stream);
+    cudaMemcpy(h.data(), dev, sizeof(REAL) * rows * stride, cudaMemcpyDeviceToHost);
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t k = 0; k < width; k++)
+            sum += fabs((double)h[i * stride + k]);
+    fprintf(stderr, "fusednequip debug (cuda): layer %d %s sum|.| = %.12e (%lld values)\n", layer,
+            what, sum, (long long)(rows * width));
+}
+
+template <typename REAL>
+static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                                     const struct fnq_exchange *x)
+{
+    DeviceModel<REAL> &dm = s->dm;
+    const int L = dm.n_layers;
+    /* A caller's comm is collective: every layer exchanges, also on a rank without ghosts,
+     * whose owned rows may still receive gradients from other ranks' ghosts. */
+    const bool ghosts = fnq__exchange_needed(x);
+    s->launches_model = 0;
+    if (ne > 0) {
+        FNQ_CUDA_CHECK(edge_features_launch<REAL>(dm.geo, s->edge_vec.p, ne, s->edge_feat.p,
+                                                  s->stream));
+        s->launches_model++;
+    }
+    int hc = 0, gc = 0;
+    for (int l = 0; l < L; l++) {
+        ForwardArgs<REAL> a;
+        memset(&a, 0, sizeof(a));
+        a.L = dm.layers[l];
+        a.last = l == L - 1;
+        if (!a.last)
+            a.next = dm.layers[l + 1];
+        a.geo = dm.geo;
+        a.layer = l;
+        a.n_local = (int)nl;
+        a.recv_start = s->recv_start.p;
+        a.edge_send = s->edge_send.p;
+        a.edge_recv = s->edge_recv.p;
+        a.A = s->msg.p;
+        a.a_stride = dm.max_mid;
+        a.species = s->species.p;
+        a.edge_feat = s->edge_feat.p;
+        a.h1 = s->h1[l].p;
+        a.h1_table = dm.h1_table;
+        a.hin = s->h[hc].p;
+        a.embed = dm.embed;
+        a.W = dm.max_width;
+        a.epi_len = s->epi_len;
+        a.hout = s->h[hc ^ 1].p;
+        a.h1_next = a.last ? nullptr : s->h1[l + 1].p;
+        a.y_save = s->y[l].p;
+        a.rho_save = s->rho[l].p;
+        a.n_readout = dm.n_readout;
+        for (int r = 0; r < dm.n_readout; r++)
+            a.readout[r] = dm.readout[r];
+        for (int r = 0; r <= dm.n_readout; r++)
+            a.readout_irreps[r] = dm.readout_irreps[r];
+        a.e_atom = s->e_atom.p;
+        a.grad_top = dm.grad_top;
+        a.ga_out = s->ga[gc].p;
+        a.ga_stride = dm.max_mid_tiled;
+        a.gpart_out = s->gp[gc].p;
+        a.EC = s->EC_fwd;
+        a.tf32 = s->opt.tf32;
+        a.skip = s->opt.skip;
+        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
+        s->launches_model++;
+        if (!a.last && ghosts)
+            FNQ_CHECK(exchange_rows<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
+        if (s->opt.debug_layers) {
+            debug_layer_sums(s, l, nl, "gate input y", s->y[l].p, dm.layers[l].conv.dim,
+                             dm.layers[l].conv.dim);
+            if (!a.last)
+                debug_layer_sums(s, l + 1, nl, "sender features h1", s->h1[l + 1].p,
+                                 dm.layers[l + 1].in.tile_dim, dm.layers[l + 1].in.tile_dim);
+        }
+        hc ^= 1;
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        BackwardArgs<REAL> b;
+        memset(&b, 0, sizeof(b));
+        b.L = dm.layers[l];
+        if (l > 0)
+            b.prev = dm.layers[l - 1];
+        b.geo = dm.geo;
+        b.layer = l;
+        b.n_local = (int)nl;
+        b.n_all = (int)na;
+        b.fused_epilogue = !ghosts;
+        b.dxpart = s->dxpart.p;
+        b.dx_stride = std::max(1, dm.layers[l].dx_dim);
+        b.recv_start = s->recv_start.p;
+        b.edge_send = s->edge_send.p;
+        b.species = s->species.p;
+        b.edge_feat = s->edge_feat.p;
+        b.send_start = s->send_start.p;
+        b.send_edges = s->send_edges.p;
+        b.edge_recv = s->edge_recv.p;
+        b.h1 = s->h1[l].p;
+        b.h1_table = dm.h1_table;
+        b.ga = s->ga[gc].p;
+        b.ga_stride = dm.max_mid_tiled;
+        b.edge_ggeo = s->edge_ggeo;
+        b.first_ggeo = l == L - 1;
+        b.dh1 = s->dh1.p;
+        b.gpart_in = s->gp[gc].p;
+        b.y_prev = l > 0 ? s->y[l - 1].p : nullptr;
+        b.rho_prev = l > 0 ? s->rho[l - 1].p : nullptr;
+        b.ga_out = s->ga[gc ^ 1].p;
+        b.gpart_out = s->gp[gc ^ 1].p;
+        b.W = dm.max_width;
+        b.epi_len = s->epi_len;
+        b.EC = s->EC_bwd;
+        b.tf32 = s->opt.tf32;
+        b.skip = s->opt.skip;
+        if (s->opt.debug_layers)
+            debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid_tiled,
+                             dm.layers[l].mid.tile_dim);
+        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
+        s->launches_model++;
+        if (l > 0 && ghosts) {
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
+            s->launches_model++;
+            FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
+            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, s->smem_bwd, s->stream));
+            s->launches_model++;
+        }
+        gc ^= 1;
+    }
+    if (ne > 0) {
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo,
+                                        s->edge_grad.p, s->stream));
+        s->launches_model++;
+    }
+    AssembleArgs as;
+    as.n_local = nl;
+    as.n_all = na;
+    as.recv_start = s->recv_start.p;
+    as.send_start = s->send_start.p;
+    as.send_edges = s->send_edges.p;
+    as.edge_grad = s->edge_grad.p;
+    as.edge_vec = s->edge_vec.p;
+    as.e_atom = s->e_atom.p;
+    as.species = s->species.p;
+    as.energy_scale = dm.energy_scale;
+    as.energy_shift = dm.energy_shift;
+    as.forces = s->forces.p;
+    as.atom_virial = s->atom_virial.p;
+    as.atom_energy = s->atom_energy.p;
+    as.totals = s->totals.p;
+    FNQ_CUDA_CHECK(assemble_launch(as, s->stream));
+    s->launches_model += (na > 0) ? 2 : 1;
+    return FNQ_STATUS_OK;
+}
+
+/* FNQ_TIMING: close the phase that began at the last mark (after the stream drains) */
+template <typename REAL> static void phase_end(State<REAL> *s, double *acc)
+{
+    if (!s->opt.timing)
+        return;
+    cudaStreamSynchronize(s->stream);
+    const auto now = std::chrono::steady_clock::now();
+    *acc += std::chrono::duration<double>(now - s->t_mark).count();
+    s->t_mark = now;
+}
+
+template <typename REAL> void phase_start(State<REAL> *s)
+{
+    if (s->opt.timing)
+        s->t_mark = std::chrono::steady_clock::now();
+}
+
+/* Run the model (through a recorded graph when possible) and fetch the results. */
+template <typename REAL>
+enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                                 const struct fnq_exchange *x, struct fnq_results *out)
+{
+    phase_end(s, &s->t_graph);
+    /* host callbacks between kernels (a caller's host exchange, debug sums) are not
+     * recordable; a device exchange is when it says so (its version keys the graph) */
+    uint64_t version = 0;
+    const bool can_record =
+        exchange_recordable(x, &version) && !s->opt.debug_layers && !s->opt.no_cuda_graph;
+    if (can_record) {
+        const int64_t key[5] = {nl, na, ne, s->epoch, (int64_t)version};
+        if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
+            if (s->graph) {
+                cudaGraphExecDestroy(s->graph);
+                s->graph = nullptr;
+            }
+            cudaGraph_t g;
+            FNQ_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+            enum fnq_status st = enqueue_model<REAL>(s, nl, na, ne, x);
+            cudaError_t end = cudaStreamEndCapture(s->stream, &g);
+            FNQ_CHECK(st);
+            FNQ_CUDA_CHECK(end);
+            cudaError_t inst = cudaGraphInstantiate(&s->graph, g, 0);
+            cudaGraphDestroy(g);
+            FNQ_CUDA_CHECK(inst);
+            memcpy(s->graph_key, key, sizeof(key));
+        }
+        FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
+    } else {
+        FNQ_CHECK(enqueue_model<REAL>(s, nl, na, ne, x));
+    }
+    phase_end(s, &s->t_model);
+    double totals[7];
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(totals, s->totals.p, sizeof(totals), cudaMemcpyDeviceToHost,
+                                   s->stream));
+    if (out->forces)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->forces, s->forces.p, sizeof(double) * 3 * na,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    if (out->atom_energies)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_energies, s->atom_energy.p, sizeof(double) * nl,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    if (out->atom_virial)
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_virial, s->atom_virial.p, sizeof(double) * 6 * na,
+                                       cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    phase_end(s, &s->t_results);
+    s->timed_calls++;
+    out->energy = totals[0];
+    memcpy(out->virial, totals + 1, sizeof(out->virial));
+    return FNQ_STATUS_OK;
+}
+
+#define FNQ_INSTANTIATE(REAL)                                                                   \
+    template enum fnq_status run_model<REAL>(State<REAL> *, int64_t, int64_t, int64_t,          \
+                                             const struct fnq_exchange *,                       \
+                                             struct fnq_results *);                             \
+    template void phase_start<REAL>(State<REAL> *);
+FNQ_INSTANTIATE(float)
+FNQ_INSTANTIATE(double)
+#undef FNQ_INSTANTIATE
+
+} // namespace fnqcu

@@ -1,0 +1,254 @@
+/*
+ * cuda_state.cu: a CUDA context's life: the model uploaded in float32 or float64
+ * (model_upload.cu), the layer kernels configured for this GPU's shared memory, one stream;
+ * device buffers sized per system and grown on demand (device_buffer.cuh).
+ */
+#include <algorithm>
+#include <stdio.h>
+
+#include "cuda_state.cuh"
+#include "layer_backward.cuh"
+#include "layer_forward.cuh"
+#include "model_upload.cuh"
+
+namespace fnqcu {
+
+enum fnq_status out_of_memory(size_t bytes, const char *what)
+{
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    int dev = -1;
+    cudaGetDevice(&dev);
+    return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
+                     "GPU out of memory: %.3g MB needed for %s, device %d has %.3g MB free of "
+                     "%.3g MB (a smaller system, float32, or more GPUs would fit)",
+                     bytes / 1e6, what, dev, free_b / 1e6, total_b / 1e6);
+}
+
+template <typename REAL> void state_free(State<REAL> *s)
+{
+    if (!s)
+        return;
+    cudaSetDevice(s->device);
+    if (s->opt.timing && s->timed_calls > 0)
+        fprintf(stderr, "fusednequip cuda timing: %lld calls, mean ms per call: graph %.3f, model "
+                        "%.3f, results %.3f\n",
+                (long long)s->timed_calls, 1e3 * s->t_graph / s->timed_calls,
+                1e3 * s->t_model / s->timed_calls, 1e3 * s->t_results / s->timed_calls);
+    if (s->graph)
+        cudaGraphExecDestroy(s->graph);
+    if (s->model_uploaded)
+        model_release(&s->dm);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    delete s; /* the buffers free themselves */
+}
+
+/* Edges per super-chunk of the layer kernels and their shared memory: the largest chunks
+ * (multiples of 16 edges) that leave room for two blocks per multiprocessor, or at least fit */
+template <typename REAL>
+static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int smem_per_sm,
+                                        int smem_reserved)
+{
+    const DeviceModel<REAL> &dm = s->dm;
+    if (dm.geo.n_basis > kMaxBasis)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%d radial basis functions; the CUDA kernels support up to %d",
+                         dm.geo.n_basis, kMaxBasis);
+    for (int l = 0; l < dm.n_layers; l++)
+        for (int k = 0; k < dm.layers[l].n_mlp; k++)
+            if (dm.layers[l].pad[k] + 8 > kRoundSpan + 8)
+                return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                                 "layer %d: radial MLP width %d; the CUDA kernels support up to %d",
+                                 l, dm.layers[l].size[k], kRoundSpan);
+    s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
+    for (int r = 0; r <= dm.n_readout; r++)
+        s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
+    auto fwd_bytes = [&](int ec) {
+        size_t w = 0;
+        for (int l = 0; l < dm.n_layers; l++)
+            w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->epi_len));
+        return w;
+    };
+    auto bwd_bytes = [&](int ec) {
+        size_t w = 0;
+        for (int l = 0; l < dm.n_layers; l++)
+            w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l], dm.layers[l > 0 ? l - 1 : 0],
+                                                      dm.geo.lmax, ec, s->epi_len));
+        return w;
+    };
+    /* two blocks share a multiprocessor's shared memory, each with what the system reserves
+     * per block (bench/NOTES.md: two blocks per SM pay off for 64-edge forward chunks) */
+    const size_t two =
+        std::min((size_t)smem_limit, (size_t)(smem_per_sm / 2 - smem_reserved));
+    auto largest_fitting = [&](auto bytes) {
+        for (int ec = 256; ec >= 16; ec -= 16) /* > 64 fits in table mode only */
+            if (bytes(ec) <= two)
+                return ec;
+        return 16;
+    };
+    s->EC_fwd = s->opt.ec_fwd ? s->opt.ec_fwd : largest_fitting(fwd_bytes);
+    s->EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes);
+    s->smem_fwd = fwd_bytes(s->EC_fwd);
+    s->smem_bwd = bwd_bytes(s->EC_bwd);
+    if (s->opt.verbose)
+        fprintf(stderr, "fusednequip cuda: %d/%d edges per forward/backward super-chunk, %zu/%zu "
+                        "bytes of shared memory per block\n",
+                s->EC_fwd, s->EC_bwd, s->smem_fwd, s->smem_bwd);
+    if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "the model needs %zu bytes of shared memory per block, more than the %d "
+                         "this GPU offers",
+                         std::max(s->smem_fwd, s->smem_bwd), smem_limit);
+    FNQ_CUDA_CHECK(forward_configure<REAL>(s->smem_fwd));
+    FNQ_CUDA_CHECK(backward_configure<REAL>(s->smem_bwd));
+    return FNQ_STATUS_OK;
+}
+
+/* The model on the GPU: float32 takes the radial weights from tables (radial_table.h) unless
+ * FNQ_RADIAL=exact; a model whose tables would miss the error bound runs the MLP itself */
+template <typename REAL>
+static enum fnq_status upload_model(State<REAL> *s, const struct fnq_model *m)
+{
+    const struct fnq_options &o = s->opt;
+    UploadChoices c;
+    c.table_intervals = sizeof(REAL) == 4 && !o.radial_exact ? o.radial_intervals : 0;
+    c.quads = !o.no_quads;
+    c.groups = !o.no_groups;
+    c.verbose = o.verbose;
+    c.sh_generic = o.sh_generic;
+    enum fnq_status st = model_upload<REAL>(m, c, &s->dm);
+    if (st != FNQ_STATUS_OK && s->dm.table_rejected) {
+        fprintf(stderr, "fusednequip cuda: %s; using the exact radial MLP\n", fnq_last_error());
+        model_release<REAL>(&s->dm);
+        c.table_intervals = 0;
+        st = model_upload<REAL>(m, c, &s->dm);
+    }
+    s->model_uploaded = true; /* released in state_free, also after a failed upload */
+    return st;
+}
+
+template <typename REAL>
+enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
+                           const struct fnq_options *opt, State<REAL> **out)
+{
+    int n_dev = 0;
+    cudaError_t err = cudaGetDeviceCount(&n_dev);
+    if (err != cudaSuccess || n_dev == 0) {
+        cudaGetLastError();
+        return fnq__fail(FNQ_STATUS_DEVICE, "no CUDA device available (%s)",
+                         err == cudaSuccess ? "none found" : cudaGetErrorString(err));
+    }
+    if (device_id < 0 || device_id >= n_dev)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "CUDA device %d requested, %d present (0..%d)",
+                         device_id, n_dev, n_dev - 1);
+    FNQ_CUDA_CHECK(cudaSetDevice(device_id));
+    State<REAL> *s = new State<REAL>();
+    s->device = device_id;
+    s->opt = *opt;
+    if (s->opt.skip)
+        fprintf(stderr, "fusednequip: FNQ_SKIP=%d is set: the CUDA kernels leave stages out "
+                        "and every result is WRONG (for timing the rest only)\n", s->opt.skip);
+    if (sizeof(REAL) != 4)
+        s->opt.tf32 = 0;
+    enum fnq_status st = upload_model<REAL>(s, m);
+    if (st == FNQ_STATUS_OK) {
+        int smem_limit = 0, smem_per_sm = 0, smem_reserved = 0;
+        cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id);
+        cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                               device_id);
+        cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
+        st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
+    }
+    if (st == FNQ_STATUS_OK) {
+        cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess)
+            st = fnq__fail(FNQ_STATUS_DEVICE, "cudaStreamCreate: %s", cudaGetErrorString(e));
+    }
+    if (st == FNQ_STATUS_OK) {
+        s->h1.resize(s->dm.n_layers);
+        s->y.resize(s->dm.n_layers);
+        s->rho.resize(s->dm.n_layers);
+        st = ensure(s->totals, 8, "totals", &s->epoch);
+    }
+    if (st == FNQ_STATUS_OK)
+        st = ensure(s->readback, 1, "the limits' read-back");
+    if (st != FNQ_STATUS_OK) {
+        state_free(s);
+        return st;
+    }
+    *out = s;
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL>
+enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne, bool exchange)
+{
+    const DeviceModel<REAL> &dm = s->dm;
+    int *ep = &s->epoch;
+    FNQ_CHECK(ensure(s->species, na, "species", ep));
+    FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
+    FNQ_CHECK(ensure(s->edge_vec, 3 * ne, "edge vectors", ep));
+    FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
+    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_rfeat;
+    FNQ_CHECK(ensure(s->edge_feat, nf * ne, "edge geometry", ep));
+    FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->send_start, na + 1, "the neighbour list", ep));
+    FNQ_CHECK(ensure(s->send_edges, ne, "the neighbour list", ep));
+    for (int l = 0; l < dm.n_layers; l++) {
+        FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features", ep));
+        FNQ_CHECK(ensure(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs", ep));
+        FNQ_CHECK(ensure(s->rho[l], nl, "norm factors", ep));
+    }
+    for (int k = 0; k < 2; k++) {
+        FNQ_CHECK(ensure(s->h[k], (size_t)nl * dm.max_width, "node features", ep));
+        /* one more row, of zeros: what edges without a reverse edge read (tp_column.cuh) */
+        FNQ_CHECK(ensure(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients", ep));
+        FNQ_CHECK(ensure(s->gp[k], (size_t)nl * dm.max_width, "feature gradients", ep));
+    }
+    int dx_dim = 1;
+    for (int l = 0; l < dm.n_layers; l++)
+        dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
+    FNQ_CHECK(ensure(s->msg, (size_t)nl * dm.max_mid, "messages", ep));
+    if (sizeof(double) * nf * ne <= sizeof(REAL) * s->msg.cap) {
+        s->edge_ggeo = reinterpret_cast<double *>(s->msg.p);
+    } else {
+        FNQ_CHECK(ensure(s->edge_ggeo_own, nf * ne, "edge geometry gradients", ep));
+        s->edge_ggeo = s->edge_ggeo_own.p;
+    }
+    FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
+    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, and on every rank of a
+     * caller's exchange (collective, also on a rank without ghosts) */
+    if (na > nl || exchange)
+        FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
+    /* the column passes index sender features and message gradients with 32-bit element
+     * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
+     * the GPU's memory is reported as that */
+    int64_t widest = dm.max_mid_tiled;
+    for (int l = 0; l < dm.n_layers; l++)
+        widest = std::max<int64_t>(widest, dm.layers[l].in.tile_dim);
+    if ((na + 1) * widest > (int64_t)UINT32_MAX)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%lld atoms x %lld values per row exceed the CUDA kernels' 32-bit "
+                         "feature indices (at most %lld atoms per GPU for this model; use more "
+                         "GPUs or ranks)",
+                         (long long)na, (long long)widest, (long long)(UINT32_MAX / widest));
+    FNQ_CHECK(ensure(s->e_atom, nl, "atomic energies", ep));
+    FNQ_CHECK(ensure(s->atom_energy, nl, "atomic energies", ep));
+    FNQ_CHECK(ensure(s->forces, 3 * na, "forces", ep));
+    FNQ_CHECK(ensure(s->atom_virial, 6 * na, "per-atom virials", ep));
+    return FNQ_STATUS_OK;
+}
+
+#define FNQ_INSTANTIATE(REAL)                                                                   \
+    template enum fnq_status state_init<REAL>(const struct fnq_model *, int32_t,                \
+                                              const struct fnq_options *, State<REAL> **);      \
+    template void state_free<REAL>(State<REAL> *);                                              \
+    template enum fnq_status reserve<REAL>(State<REAL> *, int64_t, int64_t, int64_t, bool);
+FNQ_INSTANTIATE(float)
+FNQ_INSTANTIATE(double)
+#undef FNQ_INSTANTIATE
+
+} // namespace fnqcu

@@ -1,0 +1,129 @@
+/*
+ * cuda_state.cuh: one CUDA context's state and the backend's internal entry points, by concern:
+ *   cuda_state.cu     creation (model upload, kernel configuration), buffers per system size
+ *   cuda_graph.cu     the graph of one evaluation: the host's graph uploaded, the caller's pairs
+ *                     or our own neighbour list built on the GPU, with the input and limit checks
+ *   cuda_run.cu       the model evaluation: kernels per layer, recorded as a CUDA graph, results
+ *   cuda_exchange.cu  ghost rows between layers: the caller's host callbacks or device exchange
+ *   backend_cuda.cu   the backend's function table (one per dtype)
+ */
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "common.cuh"
+#include "device_buffer.cuh"
+#include "model_dev.cuh"
+
+extern "C" {
+#include "graph.h"
+#include "options.h"
+}
+
+namespace fnqcu {
+
+template <typename REAL> struct State {
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    struct fnq_options opt; /* the context's switches (options.h) */
+    DeviceModel<REAL> dm;
+    bool model_uploaded = false;
+    int EC_fwd = 32, EC_bwd = 32, epi_len = 1;
+    size_t smem_fwd = 0, smem_bwd = 0;
+    int epoch = 0; /* bumped when a buffer moves (device_buffer.cuh) */
+
+    /* graph */
+    DevBuf<int> species;
+    DevBuf<double> pos, edge_vec, edge_grad;
+    DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_rfeat]: Y and radial features (edge_geometry.cu) */
+    /* [n_edges][nsh + n_rfeat]: their gradients, summed over the backward layers. They live in
+     * the message buffer, which the backward pass does not use, when it is large enough (it
+     * is for nequix-mp-1: 2,208 of its 5,472 floats per atom), else in edge_ggeo_own */
+    double *edge_ggeo = nullptr;
+    DevBuf<double> edge_ggeo_own;
+    DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
+    /* activations */
+    std::vector<DevBuf<REAL>> h1, y, rho;
+    DevBuf<REAL> h[2], ga[2], gp[2], dh1, msg, dxpart;
+    DevBuf<double> e_atom, forces, atom_virial, atom_energy, totals;
+    /* neighbour list scratch */
+    DevBuf<double> wrap, min_d2;
+    DevBuf<int64_t> bin_start, bin_atoms, atom_bin, counts, keys, ids;
+    DevBuf<unsigned char> cub_tmp;
+    /* the caller's pairs (edge_list.cu) */
+    DevBuf<int64_t> pair_recv, pair_send, pair_owner;
+    DevBuf<double> pair_shift;
+    DevBuf<uint32_t> pair_keys, pair_ids, pair_keys_sorted, pair_ids_sorted;
+    DevBuf<int32_t> pair_counts; /* degree, from owned, sent: [3][n_local] */
+    DevBuf<unsigned long long> pair_min_d2; /* [n_local + 1]: the last is the first bad pair */
+    /* the limits per atom (atom_limits.cu) and what the host reads back of them */
+    DevBuf<int64_t> limit_counts;
+    DevBuf<unsigned int> limit_bad;
+    struct LimitReadback {
+        int64_t n_edges;
+        unsigned long long first_bad;
+        unsigned int bad;
+    };
+    PinnedBuf<LimitReadback> readback;
+    /* ghost rows through the caller's host callbacks (cuda_exchange.cu) */
+    std::vector<REAL> host_rows;
+
+    /* recorded model evaluation */
+    cudaGraphExec_t graph = nullptr;
+    int64_t graph_key[5] = {-1, -1, -1, -1, -1};
+    int launches_model = 0, launches_nl = 0;
+    /* FNQ_TIMING=1: wall-clock per phase, summed over calls and printed when the context is
+     * freed (graph: uploads and the neighbour list; model: the kernels; results: downloads) */
+    int64_t timed_calls = 0;
+    double t_graph = 0, t_model = 0, t_results = 0;
+    std::chrono::steady_clock::time_point t_mark;
+};
+
+/* cuda_state.cu */
+template <typename REAL>
+enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
+                           const struct fnq_options *opt, State<REAL> **out);
+template <typename REAL> void state_free(State<REAL> *s);
+/* device buffers for n_local owned atoms, n_all with ghosts, n_edges edges; `exchange`: the
+ * caller exchanges ghost rows (every rank keeps the dE/dh1 rows, also one without ghosts) */
+template <typename REAL>
+enum fnq_status reserve(State<REAL> *s, int64_t n_local, int64_t n_all, int64_t n_edges,
+                        bool exchange);
+
+/* cuda_graph.cu: the backend entry points that start an evaluation */
+template <typename REAL>
+enum fnq_status compute_graph(State<REAL> *s, const struct fnq_graph *g,
+                              const struct fnq_exchange *x, struct fnq_results *out);
+template <typename REAL>
+enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
+                              const struct fnq_limits *lim, const struct fnq_exchange *x,
+                              struct fnq_results *out, int64_t *n_edges);
+template <typename REAL>
+enum fnq_status compute_periodic(State<REAL> *s, int64_t n, const double *pos,
+                                 const int32_t *species, const double *cell, const int32_t *pbc,
+                                 const struct fnq_limits *lim, struct fnq_results *out,
+                                 int64_t *n_edges);
+template <typename REAL>
+enum fnq_status to_host(State<REAL> *s, void *dst, const void *src, size_t bytes,
+                        const char *what);
+template <typename REAL>
+enum fnq_status check_inputs(State<REAL> *s, int64_t n, const double *pos, const int32_t *species,
+                             int32_t n_species, int *ok);
+
+/* cuda_run.cu: the model on a graph in the state's buffers, then the results to the host */
+template <typename REAL>
+enum fnq_status run_model(State<REAL> *s, int64_t n_local, int64_t n_all, int64_t n_edges,
+                          const struct fnq_exchange *x, struct fnq_results *out);
+/* FNQ_TIMING: a phase starts (at the call's entry) */
+template <typename REAL> void phase_start(State<REAL> *s);
+
+/* cuda_exchange.cu: one layer's ghost rows (forward: owners -> ghosts; reverse: ghosts added
+ * into owners), `width` values per row */
+template <typename REAL>
+enum fnq_status exchange_rows(State<REAL> *s, const struct fnq_exchange *x, REAL *rows,
+                              int width, bool forward);
+/* whether the exchange can be recorded in a CUDA graph, and its version for the graph's key */
+bool exchange_recordable(const struct fnq_exchange *x, uint64_t *version);
+
+} // namespace fnqcu
