@@ -2,7 +2,8 @@
    pair_style fusednequip: the LAMMPS side of libfusednequip (see pair_fusednequip.h).
 
    Input:  units metal / newton on (the default)
-           pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda]
+           pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda|cuda:N]
+                                  [comm auto|nccl|staged|host]
            pair_coeff * * <model.nqx or model name> <element of type 1> <element of type 2> ...
 ------------------------------------------------------------------------- */
 
@@ -20,6 +21,9 @@
 #include "utils.h"
 
 #include "fnq.h"
+#ifdef FNQ_HAVE_HALO
+#include "fnq_mpi.h"
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -43,7 +47,18 @@ struct FusedNequipImpl {
   // pair_style settings; the context is rebuilt when they or the model change
   enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
   enum fnq_device device = FNQ_DEVICE_AUTO;
+  int device_index = -1;    // cuda:N; -1: by node-local rank
+  std::string comm_choice = "auto";    // auto, nccl, staged, host
   bool context_stale = true;
+
+  // several ranks on GPUs: our own ghost exchange on the GPU (mpi/), routed once per
+  // neighbour-list rebuild from each ghost's owner (rank, index there)
+  struct fnq_halo *halo = nullptr;
+  std::string exchange = "none";    // what runs: none (one rank), host, staged, nccl
+  bool routed = false;
+  std::vector<double> owner_rows;    // [nall][2]: (rank, index) moved by LAMMPS' forward comm
+  std::vector<int32_t> ghost_rank;
+  std::vector<int64_t> ghost_index;
 
   std::vector<int32_t> type_species;    // [ntypes+1]: model species index of each atom type
 
@@ -113,7 +128,7 @@ PairFusedNequip::~PairFusedNequip()
             "library %.3f, tally %.3f\n",
             comm->me, impl->timed_steps, 1e3 * impl->t_prepare / impl->timed_steps,
             1e3 * impl->t_library / impl->timed_steps, 1e3 * impl->t_tally / impl->timed_steps);
-  fnq_ctx_free(impl->ctx);
+  free_context();
   fnq_model_free(impl->model);
   delete impl;
   if (allocated) {
@@ -181,6 +196,9 @@ void PairFusedNequip::compute(int eflag, int vflag)
     }
     ghost_owner = d.ghost_owner.data();
   }
+
+  // the GPU exchange is routed when LAMMPS rebuilt its lists (on every rank at once)
+  if (d.halo && (neighbor->ago == 0 || !d.routed)) route_ghosts();
 
   d.forces.resize(3 * (size_t) nall);
   if (eflag_atom) d.atom_energies.resize(nlocal);
@@ -257,6 +275,43 @@ std::string PairFusedNequip::atom_ids_of(const char *message, int nall)
     }
   return ids.empty() ? " (atom numbers are this rank's indices: owned atoms, then ghosts)"
                      : " (" + ids + ")";
+}
+
+/* ----------------------------------------------------------------------
+   the GPU exchange's routing, after each neighbour-list rebuild: each owned atom's (rank,
+   index) reaches its ghost images through LAMMPS' forward communication (any comm style,
+   multi-hop, periodic images); the halo turns that into direct per-peer lists (mpi/)
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::route_ghosts()
+{
+#ifdef FNQ_HAVE_HALO
+  FusedNequipImpl &d = *impl;
+  const int nlocal = atom->nlocal, nall = nlocal + atom->nghost;
+  d.owner_rows.resize(2 * (size_t) nall);
+  for (int i = 0; i < nlocal; i++) {
+    d.owner_rows[2 * i] = comm->me;
+    d.owner_rows[2 * i + 1] = i;
+  }
+  exchange_rows(d.owner_rows.data(), 2, false, true);
+  d.ghost_rank.resize(nall - nlocal);
+  d.ghost_index.resize(nall - nlocal);
+  for (int g = nlocal; g < nall; g++) {
+    d.ghost_rank[g - nlocal] = (int32_t) d.owner_rows[2 * g];
+    d.ghost_index[g - nlocal] = (int64_t) d.owner_rows[2 * g + 1];
+  }
+  const size_t value_bytes = fnq_ctx_dtype(d.ctx) == FNQ_DTYPE_F64 ? 8 : 4;
+  const enum fnq_status status =
+      fnq_halo_set_routing(d.halo, nlocal, nall, d.ghost_rank.data(), d.ghost_index.data(),
+                           (size_t) d.max_width * value_bytes);
+  // collective: every rank fails; the one that found the problem says what it is
+  if (status == FNQ_STATUS_COMM)
+    error->all(FLERR, std::string("Pair fusednequip: ") + fnq_last_error());
+  else if (status != FNQ_STATUS_OK)
+    error->one(FLERR, std::string("Pair fusednequip on rank ") + std::to_string(comm->me) +
+                          ": " + fnq_last_error());
+  d.routed = true;
+#endif
 }
 
 /* ----------------------------------------------------------------------
@@ -360,7 +415,8 @@ void PairFusedNequip::allocate()
 }
 
 /* ----------------------------------------------------------------------
-   pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda]
+   pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda|cuda:N]
+                          [comm auto|nccl|staged|host]
 ------------------------------------------------------------------------- */
 
 void PairFusedNequip::settings(int narg, char **arg)
@@ -373,12 +429,15 @@ void PairFusedNequip::settings(int narg, char **arg)
 
   impl->dtype = FNQ_DTYPE_DEFAULT;
   impl->device = FNQ_DEVICE_AUTO;
+  impl->device_index = -1;
+  impl->comm_choice = "auto";
   for (int iarg = 0; iarg < narg; iarg += 2) {
     const std::string key = arg[iarg];
-    if (key != "dtype" && key != "device")
+    if (key != "dtype" && key != "device" && key != "comm")
       error->all(FLERR,
                  "Unknown pair_style fusednequip keyword '" + key +
-                     "' (known: dtype float64|float32, device auto|cpu|cuda)");
+                     "' (known: dtype float64|float32, device auto|cpu|cuda|cuda:N, comm "
+                     "auto|nccl|staged|host)");
     if (iarg + 1 >= narg)
       error->all(FLERR, "Pair style fusednequip: keyword '" + key + "' needs a value");
     const std::string value = arg[iarg + 1];
@@ -392,10 +451,18 @@ void PairFusedNequip::settings(int narg, char **arg)
       impl->device = FNQ_DEVICE_CPU;
     else if (key == "device" && value == "cuda")
       impl->device = FNQ_DEVICE_CUDA;
+    else if (key == "device" && value.rfind("cuda:", 0) == 0 && value.size() > 5 &&
+             value.find_first_not_of("0123456789", 5) == std::string::npos) {
+      impl->device = FNQ_DEVICE_CUDA;
+      impl->device_index = std::stoi(value.substr(5));
+    } else if (key == "comm" &&
+               (value == "auto" || value == "nccl" || value == "staged" || value == "host"))
+      impl->comm_choice = value;
     else
-      error->all(FLERR,
-                 "Pair style fusednequip: " + key + " '" + value + "' is not one of " +
-                     (key == "dtype" ? "float64, float32" : "auto, cpu, cuda"));
+      error->all(FLERR, "Pair style fusednequip: " + key + " '" + value + "' is not one of " +
+                            (key == "dtype"    ? "float64, float32"
+                             : key == "device" ? "auto, cpu, cuda, cuda:N"
+                                               : "auto, nccl, staged, host"));
   }
   impl->context_stale = true;
 }
@@ -429,8 +496,7 @@ void PairFusedNequip::coeff(int narg, char **arg)
 
 void PairFusedNequip::load_model(const char *name)
 {
-  fnq_ctx_free(impl->ctx);
-  impl->ctx = nullptr;
+  free_context();
   fnq_model_free(impl->model);
   impl->model = nullptr;
   impl->context_stale = true;
@@ -492,15 +558,14 @@ void PairFusedNequip::init_style()
 }
 
 /* ----------------------------------------------------------------------
-   a library context for this rank: device, precision, exchange callbacks
+   a library context for this rank: device, precision, ghost exchange
 ------------------------------------------------------------------------- */
 
 void PairFusedNequip::make_context()
 {
-  fnq_ctx_free(impl->ctx);
-  impl->ctx = nullptr;
+  free_context();
 
-  // ranks of one node share its GPUs round-robin
+  // ranks of one node share its GPUs round-robin, unless device cuda:N names one
   int32_t device_id = 0;
   if (impl->device != FNQ_DEVICE_CPU && fnq_cuda_device_count() > 0) {
     MPI_Comm node;
@@ -508,20 +573,16 @@ void PairFusedNequip::make_context()
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &node_rank);
     MPI_Comm_free(&node);
-    device_id = node_rank % fnq_cuda_device_count();
+    device_id = impl->device_index >= 0 ? impl->device_index
+                                        : node_rank % fnq_cuda_device_count();
   }
   enum fnq_status status =
       fnq_ctx_init(impl->model, impl->device, device_id, impl->dtype, &impl->ctx);
-  // one rank with atom IDs: the library's own exchange through an owner map (see compute)
-  impl->owner_map = comm->nprocs == 1 && atom->tag_enable;
-  if (status == FNQ_STATUS_OK && !impl->owner_map) {
-    const struct fnq_comm exchange = {this, forward_rows, reverse_rows};
-    status = fnq_ctx_set_comm(impl->ctx, &exchange);
-  }
   fail_unless_all(status == FNQ_STATUS_OK,
                   std::string("Pair fusednequip: cannot set up device '") +
                       fnq_device_name(impl->device) + "', dtype '" + fnq_dtype_name(impl->dtype) +
                       "': " + fnq_last_error());
+  const std::string why = choose_exchange(device_id);
   impl->context_stale = false;
 
   if (comm->me == 0) {
@@ -532,8 +593,119 @@ void PairFusedNequip::make_context()
                        " layers, cutoff " + std::to_string(impl->cutoff) + " A), " +
                        fnq_dtype_name(fnq_ctx_dtype(impl->ctx)) + " on " +
                        fnq_device_name(fnq_ctx_device(impl->ctx)) + ", ghost exchange of up to " +
-                       std::to_string(impl->max_width) + " values per atom per layer\n");
+                       std::to_string(impl->max_width) + " values per atom per layer\n" +
+                       "fusednequip: ghost exchange '" + impl->exchange + "': " + why + "\n");
   }
+}
+
+/* ----------------------------------------------------------------------
+   which ghost exchange runs, installed in the context; returns why (for the log):
+     none    one rank: the library folds ghosts onto their owners (owner map, in compute)
+     host    LAMMPS' communication of host rows (the CPU; `comm host` on the GPU)
+     staged  our exchange on the GPU, through pinned host memory and MPI (mpi/)
+     nccl    our exchange GPU to GPU through NCCL, recorded in the CUDA graph (mpi/)
+------------------------------------------------------------------------- */
+
+std::string PairFusedNequip::choose_exchange(int device_id)
+{
+  FusedNequipImpl &d = *impl;
+  const std::string &want = d.comm_choice;
+  const bool gpu = fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA;
+  d.owner_map = comm->nprocs == 1 && atom->tag_enable;
+  if (d.owner_map) {
+    d.exchange = "none";
+    return "one rank";
+  }
+  if (!gpu && (want == "nccl" || want == "staged"))
+    error->all(FLERR, "Pair fusednequip: comm " + want +
+                          " moves ghost rows between GPUs, but the model runs on the CPU; use "
+                          "device cuda, or comm host");
+  std::string why;
+  d.exchange = "host";
+  if (!gpu)
+    why = "the model runs on the CPU";
+  else if (want == "host")
+    why = "asked for (comm host): rows through host memory and LAMMPS' communication";
+#ifdef FNQ_HAVE_HALO
+  else {
+    int32_t shared = 0, a = -1, b = -1;
+    const enum fnq_status st = fnq_halo_gpu_shared(world, device_id, &shared, &a, &b);
+    fail_unless_all(st == FNQ_STATUS_OK,
+                    std::string("Pair fusednequip: ghost exchange: ") + fnq_last_error());
+    const std::string pair = "ranks " + std::to_string(a) + " and " + std::to_string(b);
+    if (want == "nccl" && shared)
+      error->all(FLERR, "Pair fusednequip: comm nccl: NCCL cannot run two ranks on one GPU, and " +
+                            pair + " share one; use one rank per GPU, or comm staged");
+    if (want == "nccl" && !fnq_halo_has_nccl())
+      error->all(FLERR, "Pair fusednequip: comm nccl: this build has no NCCL (CMake found "
+                        "none); use comm staged");
+    if (want == "nccl") {
+      d.exchange = "nccl";
+      why = "asked for (comm nccl)";
+    } else if (want == "staged") {
+      d.exchange = "staged";
+      why = "asked for (comm staged)";
+    } else if (!fnq_halo_has_nccl()) {
+      d.exchange = "staged";
+      why = "auto: this build has no NCCL";
+    } else if (shared) {
+      d.exchange = "staged";
+      why = "auto: " + pair + " share a GPU, which NCCL refuses";
+    } else {
+      d.exchange = "nccl";
+      why = "auto: every rank has a GPU of its own";
+    }
+    const enum fnq_halo_transport t = d.exchange == "nccl" ? FNQ_HALO_NCCL : FNQ_HALO_STAGED;
+    const enum fnq_status init = fnq_halo_init(world, t, device_id, &d.halo);
+    fail_unless_all(init == FNQ_STATUS_OK,
+                    std::string("Pair fusednequip: ghost exchange '") + d.exchange +
+                        "': " + fnq_last_error());
+    const struct fnq_device_comm dc = fnq_halo_device_comm(d.halo);
+    fail_unless_all(fnq_ctx_set_device_comm(d.ctx, &dc) == FNQ_STATUS_OK,
+                    std::string("Pair fusednequip: ") + fnq_last_error());
+    d.routed = false;
+    return why;
+  }
+#else
+  else {
+    if (want == "nccl" || want == "staged")
+      error->all(FLERR, "Pair fusednequip: comm " + want +
+                            " needs the GPU exchange (mpi/), which this build does not have "
+                            "(no CUDA or no MPI at configure time); use comm host");
+    why = "this build has no GPU exchange (mpi/)";
+  }
+#endif
+  const struct fnq_comm exchange = {this, forward_rows, reverse_rows};
+  fail_unless_all(fnq_ctx_set_comm(d.ctx, &exchange) == FNQ_STATUS_OK,
+                  std::string("Pair fusednequip: ") + fnq_last_error());
+  return why;
+}
+
+/* ----------------------------------------------------------------------
+   the context before the exchange: its recorded CUDA graph holds NCCL calls
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::free_context()
+{
+  fnq_ctx_free(impl->ctx);
+  impl->ctx = nullptr;
+#ifdef FNQ_HAVE_HALO
+  if (impl->halo && impl->timing) {
+    struct fnq_halo_stats st;
+    fnq_halo_take_stats(impl->halo, &st);
+    if (impl->timed_steps > 0)
+      fprintf(stderr,
+              "pair fusednequip exchange (rank %d): %s, %d peers, per step: %.1f exchanges, "
+              "%.0f rows and %.3f MB sent, %.0f rows copied locally\n",
+              comm->me, impl->exchange.c_str(), st.peers,
+              (double) st.exchanges / impl->timed_steps,
+              (double) st.rows_sent / impl->timed_steps,
+              1e-6 * st.bytes_sent / impl->timed_steps,
+              (double) st.rows_local / impl->timed_steps);
+  }
+  fnq_halo_free(impl->halo);
+  impl->halo = nullptr;
+#endif
 }
 
 /* ----------------------------------------------------------------------

@@ -55,6 +55,9 @@ class PairFusedNequip : public Pair {
   void load_model(const char *name);
   void check_elements();
   void make_context();
+  std::string choose_exchange(int device_id);
+  void free_context();
+  void route_ghosts();
   void fail_unless_all(bool ok, const std::string &message);
   std::string atom_ids_of(const char *message, int nall);
 };

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from cliutil import Checker, eval_frames, model_dir, write_xyz  # noqa: E402,F401
+from cliutil import Checker, cli, eval_frames, model_dir, write_xyz  # noqa: E402,F401
 from structures import write_data  # noqa: E402
 
 NKTV2P = 1602176.5    # LAMMPS metal units: bar per eV/A^3
@@ -27,6 +27,21 @@ def lmp():
         print(f"FNQ_LMP is not set to a LAMMPS executable ({exe})")
         sys.exit(1)
     return exe
+
+
+def gpu_available():
+    """`fusednequip eval --device cuda` on a tiny cell: does this build and machine run CUDA?"""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        xyz = os.path.join(tmp, "si2.xyz")
+        write_xyz(xyz, ["Si", "Si"], [[0, 0, 0], [1.3575, 1.3575, 1.3575]],
+                  [[0, 2.715, 2.715], [2.715, 0, 2.715], [2.715, 2.715, 0]])
+        p = subprocess.run([cli(), "eval", "--device", "cuda", "nequix-mp-1", xyz],
+                           capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"SKIP: no usable CUDA device: {p.stderr.strip()}")
+        return False
+    return True
 
 
 def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):

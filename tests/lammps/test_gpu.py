@@ -12,28 +12,13 @@ alpha-quartz SiO2 cell.
 Exits 77 (skipped) when this build has no CUDA backend or the machine no GPU.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
-from lmputil import (Checker, eval_frames, flat, max_abs, model_dir, rel_diff, single_point,
-                     write_xyz)
+from lmputil import (Checker, eval_frames, flat, gpu_available, max_abs, model_dir, rel_diff,
+                     single_point, write_xyz)
 from cliutil import SKIP, cli  # noqa: E402 (lmputil puts tests/cli on the path)
 from structures import diamond_si, rattled, to_lammps_frame, triclinic_quartz
-
-
-def gpu_available():
-    """`fusednequip eval --device cuda` on a tiny cell: does this build and machine run CUDA?"""
-    with tempfile.TemporaryDirectory() as tmp:
-        xyz = os.path.join(tmp, "si2.xyz")
-        write_xyz(xyz, ["Si", "Si"], [[0, 0, 0], [1.3575, 1.3575, 1.3575]],
-                  [[0, 2.715, 2.715], [2.715, 0, 2.715], [2.715, 2.715, 0]])
-        p = subprocess.run([cli(), "eval", "--device", "cuda", "nequix-mp-1", xyz],
-                           capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"SKIP: no usable CUDA device: {p.stderr.strip()}")
-        return False
-    return True
 
 
 def volume(cell):
