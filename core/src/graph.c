@@ -28,7 +28,9 @@ static int grow(void **p, size_t bytes)
 enum fnq_status fnq__graph_reserve(struct fnq_graph_buf *b, int64_t n_atoms, int64_t n_edges)
 {
     int fail = 0;
-    if (n_atoms > b->cap_atoms) {
+    /* per-atom arrays have n_atoms + 1 entries: a graph of no atoms (a rank that owns none)
+     * still needs one */
+    if (n_atoms > b->cap_atoms || !b->scratch) {
         fail |= grow((void **)&b->recv_start, sizeof(int64_t) * (size_t)(n_atoms + 1));
         fail |= grow((void **)&b->send_start, sizeof(int64_t) * (size_t)(n_atoms + 1));
         fail |= grow((void **)&b->scratch, sizeof(int64_t) * (size_t)(n_atoms + 1));
