@@ -8,7 +8,12 @@ time" (the run without its set-up).
                         [--configs 1x1,1x2,2x1]     (ranks x OpenMP threads per rank)
                         [--device cpu|cuda] [--dtype float64|float32] [--cells 4,10,20]
                         [--plugin build/pair_style/fusednequipplugin.so]
+                        [--comm auto,staged,host,nccl] [--nccl-hostid]
 --plugin: an lmp with the PLUGIN package (not lmp_fusednequip) loads the style first.
+--comm: the pair style's ghost exchange, one run each (several ranks); --nccl-hostid gives each
+rank its own NCCL_HOSTID, so that NCCL runs ranks sharing one GPU (a correctness harness
+through loopback sockets, not a speed figure). The exchange's rows and bytes per step come
+from the style's FNQ_TIMING report (rank 0).
 """
 import argparse
 import json
@@ -50,6 +55,9 @@ def main():
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--cells", default="4", help="diamond cells per edge, comma-separated")
     ap.add_argument("--plugin", help="`plugin load` this file before the deck")
+    ap.add_argument("--comm", default="auto", help="ghost exchanges, comma-separated")
+    ap.add_argument("--nccl-hostid", action="store_true",
+                    help="each rank its own NCCL_HOSTID (NCCL on one GPU, for testing)")
     a = ap.parse_args()
     deck = os.path.join(ROOT, "examples", "si-diamond", "in.si-nvt")
     if a.plugin:
@@ -57,14 +65,21 @@ def main():
         with open(wrapper, "w") as f:
             f.write(f"plugin load {os.path.abspath(a.plugin)}\ninclude {deck}\n")
         deck = wrapper
-    for cells, config in [(n, c) for n in a.cells.split(",") for c in a.configs.split(",")]:
+    runs = [(n, c, x) for n in a.cells.split(",") for c in a.configs.split(",")
+            for x in a.comm.split(",")]
+    for cells, config, comm in runs:
         ranks, threads = (int(v) for v in config.split("x"))
+        if ranks == 1 and comm != a.comm.split(",")[0]:
+            continue    # one rank exchanges nothing: once is enough
         cmd = [a.lmp, "-in", deck, "-log", "none", "-var", "steps", str(a.steps),
-               "-var", "cells", cells, "-var", "device", a.device, "-var", "dtype", a.dtype]
+               "-var", "cells", cells, "-var", "device", a.device, "-var", "dtype", a.dtype,
+               "-var", "comm", comm]
+        if ranks > 1 and a.nccl_hostid:
+            cmd = ["sh", "-c", 'NCCL_HOSTID=r$OMPI_COMM_WORLD_RANK exec "$0" "$@"'] + cmd
         if ranks > 1:
             cmd = [a.mpiexec, "-n", str(ranks)] + cmd
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMPI_ALLOW_RUN_AS_ROOT="1",
-                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", FNQ_TIMING="1", NCCL_NVLS_ENABLE="0")
         p = subprocess.run(cmd, cwd=os.path.dirname(deck), env=env, capture_output=True,
                            text=True)
         m = re.search(r"Loop time of (\S+) on (\d+) procs for (\d+) steps with (\d+) atoms",
@@ -78,13 +93,23 @@ def main():
             cols = [c.strip() for c in line.split("|")]
             if len(cols) == 6 and cols[0] in ("Pair", "Neigh", "Comm", "Modify", "Output", "Other"):
                 parts[f"{cols[0].lower()}_ms"] = round(1000 * float(cols[2]) / steps, 2)
+        # the exchange: what the log says ran, and rank 0's rows and bytes per step
+        chosen = re.search(r"ghost exchange '(\w+)': (.*)", p.stdout)
+        moved = re.search(r"exchange \(rank 0\): .*?([\d.]+) rows and ([\d.]+) MB sent",
+                          p.stderr)
+        exchange = {"comm": comm, "exchange": chosen.group(1) if chosen else None,
+                    "nccl_hostid_harness": bool(a.nccl_hostid and ranks > 1)}
+        if moved:
+            exchange.update(rank0_rows_sent_per_step=float(moved.group(1)),
+                            rank0_mb_sent_per_step=float(moved.group(2)))
         print(json.dumps({
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
             "dtype": a.dtype, "device": a.device, "gpu": gpu_name() if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "threads_per_rank": threads, "atoms": atoms, "steps": steps,
             "ms_per_step": round(1000 * seconds / steps, 1),
-            "atom_steps_per_s": round(atoms * steps / seconds, 1), **parts}), flush=True)
+            "atom_steps_per_s": round(atoms * steps / seconds, 1), **exchange, **parts}),
+              flush=True)
 
 
 main()

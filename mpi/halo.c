@@ -4,23 +4,12 @@
  * comm, the transport chosen at creation, and what was moved.
  */
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "halo.h"
-
-enum fnq_status halo_fail(enum fnq_status status, const char *fmt, ...)
-{
-    char message[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
-    return fnq_error_set(status, message);
-}
 
 const char *fnq_halo_transport_name(enum fnq_halo_transport transport)
 {

@@ -7,7 +7,12 @@
 #include <cuda_runtime.h>
 
 #include "fnq_mpi.h"
+#include "halo_error.h"
 #include "halo_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Moves packed rows between ranks: the rows of `src` for peer p (slots src_start[p] ..
  * src_start[p+1]) arrive in `dst` at slots dst_start[q] .. for q = the sender; peer == this
@@ -48,17 +53,6 @@ struct fnq_halo {
     struct fnq_halo_stats stats;
 };
 
-#define HALO_CHECK(expr)                                                                        \
-    do {                                                                                        \
-        enum fnq_status halo_check_status_ = (expr);                                            \
-        if (halo_check_status_ != FNQ_STATUS_OK)                                                \
-            return halo_check_status_;                                                          \
-    } while (0)
-
-/* the message of a failure, through fnq_last_error() */
-enum fnq_status halo_fail(enum fnq_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 /* halo_device.cu */
 enum fnq_status halo_device_upload(struct fnq_halo *h, size_t row_bytes);
 void halo_device_free(struct halo_device *d);
@@ -66,3 +60,7 @@ int halo_device_forward(struct fnq_halo *h, void *rows, int32_t width, enum fnq_
                         cudaStream_t stream);
 int halo_device_reverse(struct fnq_halo *h, void *rows, int32_t width, enum fnq_dtype dtype,
                         cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif

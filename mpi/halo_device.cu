@@ -7,9 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern "C" {
 #include "halo.h"
-}
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "status.h"
+#include "halo_error.h"
 
 static void free_send_side(struct fnq_halo_plan *plan)
 {
@@ -36,28 +36,28 @@ static enum fnq_status check_ghosts(int32_t n_ranks, int32_t rank, int64_t n_loc
                                     const int64_t *ghost_index)
 {
     if (n_ranks < 1 || rank < 0 || rank >= n_ranks || n_local < 0 || n_all < n_local)
-        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+        return halo_fail(FNQ_STATUS_INVALID_ARG,
                          "halo plan: bad sizes (rank %d of %d ranks, %lld owned atoms, %lld in "
                          "all)",
                          rank, n_ranks, (long long)n_local, (long long)n_all);
     if (n_all > n_local && (!ghost_rank || !ghost_index))
-        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+        return halo_fail(FNQ_STATUS_INVALID_ARG,
                          "halo plan: rank %d has %lld ghosts but no ghost_rank or ghost_index",
                          rank, (long long)(n_all - n_local));
     for (int64_t k = 0; k < n_all - n_local; k++) {
         const int64_t ghost = n_local + k;
         if (ghost_rank[k] < 0 || ghost_rank[k] >= n_ranks)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+            return halo_fail(FNQ_STATUS_INVALID_ARG,
                              "halo plan: ghost atom %lld of rank %d has owner rank %d, outside "
                              "0..%d",
                              (long long)ghost, rank, ghost_rank[k], n_ranks - 1);
         if (ghost_index[k] < 0)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+            return halo_fail(FNQ_STATUS_INVALID_ARG,
                              "halo plan: ghost atom %lld of rank %d images atom %lld of rank %d: "
                              "a negative index",
                              (long long)ghost, rank, (long long)ghost_index[k], ghost_rank[k]);
         if (ghost_rank[k] == rank && ghost_index[k] >= n_local)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+            return halo_fail(FNQ_STATUS_INVALID_ARG,
                              "halo plan: ghost atom %lld of rank %d images own atom %lld, but "
                              "rank %d owns %lld atoms (0..%lld)",
                              (long long)ghost, rank, (long long)ghost_index[k], rank,
@@ -71,9 +71,9 @@ enum fnq_status fnq_halo_plan_set_ghosts(struct fnq_halo_plan *plan, int32_t n_r
                                          const int32_t *ghost_rank, const int64_t *ghost_index)
 {
     if (!plan)
-        return fnq__fail(FNQ_STATUS_INVALID_ARG, "halo plan: NULL plan");
+        return halo_fail(FNQ_STATUS_INVALID_ARG, "halo plan: NULL plan");
     fnq_halo_plan_free(plan);
-    FNQ_CHECK(check_ghosts(n_ranks, rank, n_local, n_all, ghost_rank, ghost_index));
+    HALO_CHECK(check_ghosts(n_ranks, rank, n_local, n_all, ghost_rank, ghost_index));
     const int64_t n_ghosts = n_all - n_local;
     plan->n_ranks = n_ranks, plan->rank = rank;
     plan->n_local = n_local, plan->n_all = n_all;
@@ -84,7 +84,7 @@ enum fnq_status fnq_halo_plan_set_ghosts(struct fnq_halo_plan *plan, int32_t n_r
     if (!plan->recv_start || !plan->recv_index || !plan->request_index || !cursor) {
         free(cursor);
         fnq_halo_plan_free(plan);
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld ghosts",
+        return halo_fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld ghosts",
                          (long long)n_ghosts);
     }
     /* counting sort by peer; ghosts stay ascending within a peer */
@@ -109,15 +109,15 @@ static enum fnq_status check_requests(const struct fnq_halo_plan *plan, const in
     int64_t at = 0;
     for (int32_t p = 0; p < plan->n_ranks; p++) {
         if (count_from[p] < 0)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+            return halo_fail(FNQ_STATUS_INVALID_ARG,
                              "halo plan: peer %d asks rank %d for %lld rows", p, me,
                              (long long)count_from[p]);
         if (count_from[p] > 0 && !index_from)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG, "halo plan: rank %d: NULL index_from", me);
+            return halo_fail(FNQ_STATUS_INVALID_ARG, "halo plan: rank %d: NULL index_from", me);
         for (int64_t k = 0; k < count_from[p]; k++, at++)
             if (index_from[at] < 0 || index_from[at] >= plan->n_local)
                 /* the peer's k-th ghost imaged from this rank, in its recv_index order */
-                return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                return halo_fail(FNQ_STATUS_INVALID_ARG,
                                  "halo plan: peer %d asks rank %d for atom %lld (its ghost "
                                  "request %lld to rank %d), but rank %d owns %lld atoms "
                                  "(0..%lld)",
@@ -133,7 +133,7 @@ static enum fnq_status check_requests(const struct fnq_halo_plan *plan, const in
     if (count_from[me] != self_n ||
         (self_n > 0 && memcmp(index_from + self_from, plan->request_index + self_at,
                               sizeof(int64_t) * (size_t)self_n) != 0))
-        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+        return halo_fail(FNQ_STATUS_INVALID_ARG,
                          "halo plan: rank %d's requests to itself (%lld rows) are not its own "
                          "periodic images (%lld rows)",
                          me, (long long)count_from[me], (long long)self_n);
@@ -147,7 +147,7 @@ static enum fnq_status build_sum_lists(struct fnq_halo_plan *plan)
     const int64_t n_send = fnq_halo_plan_n_send(plan), n_local = plan->n_local;
     int64_t *slots_of = alloc_index(n_local); /* slots per atom, then the atom's cursor */
     if (!slots_of)
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory");
+        return halo_fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory");
     for (int64_t s = 0; s < n_send; s++)
         slots_of[plan->send_index[s]]++;
     int64_t n_sum = 0;
@@ -159,7 +159,7 @@ static enum fnq_status build_sum_lists(struct fnq_halo_plan *plan)
     plan->sum_slot = alloc_index(n_send);
     if (!plan->sum_atom || !plan->sum_start || !plan->sum_slot) {
         free(slots_of);
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld slots",
+        return halo_fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld slots",
                          (long long)n_send);
     }
     int64_t k = 0;
@@ -180,13 +180,13 @@ enum fnq_status fnq_halo_plan_set_requests(struct fnq_halo_plan *plan, const int
                                            const int64_t *index_from)
 {
     if (!plan || !plan->recv_start)
-        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+        return halo_fail(FNQ_STATUS_INVALID_ARG,
                          "halo plan: set the receive side (fnq_halo_plan_set_ghosts) first");
     if (!count_from)
-        return fnq__fail(FNQ_STATUS_INVALID_ARG, "halo plan: rank %d: NULL count_from",
+        return halo_fail(FNQ_STATUS_INVALID_ARG, "halo plan: rank %d: NULL count_from",
                          plan->rank);
     free_send_side(plan);
-    FNQ_CHECK(check_requests(plan, count_from, index_from));
+    HALO_CHECK(check_requests(plan, count_from, index_from));
     const int32_t n_ranks = plan->n_ranks;
     plan->send_start = alloc_index((int64_t)n_ranks + 1);
     if (plan->send_start)
@@ -196,7 +196,7 @@ enum fnq_status fnq_halo_plan_set_requests(struct fnq_halo_plan *plan, const int
     plan->send_index = alloc_index(n_send);
     if (!plan->send_start || !plan->send_index) {
         free_send_side(plan);
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld rows",
+        return halo_fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld rows",
                          (long long)n_send);
     }
     if (n_send > 0)

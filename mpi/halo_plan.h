@@ -26,6 +26,10 @@
 
 #include "fnq.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One domain's routing of ghost rows among n_ranks domains, built once per neighbour-list
  * rebuild.
  * Forward (owned -> ghost): this domain sends to peer p its owned rows send_index[send_start[p]
@@ -85,3 +89,7 @@ enum fnq_status fnq_halo_plan_set_requests(struct fnq_halo_plan *plan, const int
 
 /* Free every list and zero the plan (NULL-safe; a zeroed plan is fine). */
 void fnq_halo_plan_free(struct fnq_halo_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "status.h"
+#include "halo_error.h"
 
 #define FNQ_HALO_ROWS_DEFINE(SUFFIX, REAL)                                                      \
     void fnq_halo_pack_forward_##SUFFIX(const struct fnq_halo_plan *plan, const REAL *rows,    \
@@ -54,7 +54,7 @@ FNQ_HALO_ROWS_DEFINE(f32, float)
 
 static enum fnq_status bad_dtype(const char *what, enum fnq_dtype dtype)
 {
-    return fnq__fail(FNQ_STATUS_INVALID_ARG, "%s: rows of dtype %s (%d); float32 or float64 only",
+    return halo_fail(FNQ_STATUS_INVALID_ARG, "%s: rows of dtype %s (%d); float32 or float64 only",
                      what, fnq_dtype_name(dtype), (int)dtype);
 }
 

@@ -24,6 +24,10 @@
 #include "fnq.h"
 #include "halo_plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define FNQ_HALO_ROWS_DECLARE(SUFFIX, REAL)                                                     \
     /* send_buf slot s = owned row send_index[s] */                                            \
     void fnq_halo_pack_forward_##SUFFIX(const struct fnq_halo_plan *plan, const REAL *rows,    \
@@ -56,3 +60,7 @@ static inline int32_t fnq_halo_value_bytes(enum fnq_dtype dtype)
 {
     return dtype == FNQ_DTYPE_F64 ? 8 : dtype == FNQ_DTYPE_F32 ? 4 : 0;
 }
+
+#ifdef __cplusplus
+}
+#endif
