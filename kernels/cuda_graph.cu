@@ -186,13 +186,36 @@ static enum fnq_status check_device_pairs(State<REAL> *s, const struct fnq_edge_
     return FNQ_STATUS_OK;
 }
 
+/* The pairs kept on the device from an earlier call (in->reuse_pairs), for the host builder */
+template <typename REAL>
+static enum fnq_status download_kept_pairs(State<REAL> *s, const struct fnq_edge_input *in,
+                                           HostPairs *h, struct fnq_edge_input *out)
+{
+    const size_t np = (size_t)in->n_edges;
+    h->recv.resize(np), h->send.resize(np), h->shift.resize(s->pairs_shifted ? 3 * np : 0);
+    const cudaMemcpyKind d2h = cudaMemcpyDeviceToHost;
+    FNQ_CUDA_CHECK(cudaMemcpy(h->recv.data(), s->pair_recv.p, sizeof(int64_t) * np, d2h));
+    FNQ_CUDA_CHECK(cudaMemcpy(h->send.data(), s->pair_send.p, sizeof(int64_t) * np, d2h));
+    if (s->pairs_shifted)
+        FNQ_CUDA_CHECK(cudaMemcpy(h->shift.data(), s->pair_shift.p, sizeof(double) * 3 * np, d2h));
+    *out = *in;
+    out->recv = h->recv.data(), out->send = h->send.data();
+    out->shift = s->pairs_shifted ? h->shift.data() : nullptr;
+    out->reuse_pairs = 0;
+    return FNQ_STATUS_OK;
+}
+
 /* The host builder's message for input the GPU found bad (device inputs copied first). */
-static enum fnq_status edges_message(const struct fnq_edge_input *in, const struct fnq_limits *lim)
+template <typename REAL>
+static enum fnq_status edges_message(State<REAL> *s, const struct fnq_edge_input *in,
+                                     const struct fnq_limits *lim)
 {
     HostPairs h;
     struct fnq_edge_input host = *in;
     if (in->on_device)
         FNQ_CHECK(download_pairs(in, &h, &host));
+    if (in->reuse_pairs)
+        FNQ_CHECK(download_kept_pairs(s, in, &h, &host));
     struct fnq_graph_buf tmp;
     memset(&tmp, 0, sizeof(tmp));
     return host_wording(fnq__graph_from_edges(&tmp, host.n_local, host.n_all, host.pos,
@@ -221,6 +244,13 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     int *ep = &s->epoch;
     cudaStream_t st = s->stream;
     const char *what = "the caller's neighbour list";
+    /* pairs kept from the last call: only if that call left them (same count, host arrays) */
+    const bool reuse = in->reuse_pairs != 0;
+    if (reuse && !(s->pairs_kept && s->pairs_kept_count == np))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "no pairs kept on the GPU to evaluate again "
+                                                 "(the last evaluation did not leave %lld)",
+                         (long long)np);
+    s->pairs_kept = false; /* until this call has them all */
     if (!dev) {
         FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
         FNQ_CHECK(ensure(s->pair_recv, np, what, ep));
@@ -236,12 +266,14 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     FNQ_CHECK(ensure(s->pair_ids_sorted, np, what, ep));
     FNQ_CHECK(ensure(s->pair_counts, 3 * nl, what, ep));
     FNQ_CHECK(ensure(s->pair_min_d2, nl + 1, what, ep));
-    if (!dev) {
+    if (!dev)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na, cudaMemcpyHostToDevice, st));
+    if (!dev && !reuse) {
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_recv.p, in->recv, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
         if (in->shift)
             FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_shift.p, in->shift, sizeof(double) * 3 * np, cudaMemcpyHostToDevice, st));
+        s->pairs_shifted = in->shift != nullptr;
     }
     if (in->ghost_owner)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_owner.p, in->ghost_owner, sizeof(int64_t) * (na - nl), cudaMemcpyHostToDevice, st));
@@ -252,7 +284,7 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
         a.pos = in->pos, a.recv = in->recv, a.send = in->send, a.shift = in->shift;
     } else {
         a.pos = s->pos.p, a.recv = s->pair_recv.p, a.send = s->pair_send.p;
-        a.shift = in->shift ? s->pair_shift.p : nullptr;
+        a.shift = s->pairs_shifted ? s->pair_shift.p : nullptr;
     }
     a.owner = in->ghost_owner ? s->pair_owner.p : nullptr;
     a.rc2 = lim->cutoff * lim->cutoff;
@@ -269,7 +301,7 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     FNQ_CHECK((check_limits<REAL, int32_t>(s, nl, a.degree, (const double *)a.min_d2,
                                            a.from_owned, a.sent, a.first_bad, lim, &total, &bad)));
     if (bad)
-        return edges_message(in, lim);
+        return edges_message(s, in, lim);
 
     FNQ_CHECK(reserve<REAL>(s, nl, nm, total, fnq__exchange_by_caller(x)));
     FNQ_CHECK(ensure(s->keys, total, what, ep));
@@ -292,6 +324,8 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
      * as one) */
     s->launches_nl = 4 + (np > 0 ? 1 : 0) + (total > 0 ? 4 : 1);
     *n_edges = total;
+    s->pairs_kept = !dev; /* the next call may reuse them (fnq_ctx_compute_graph_repeat) */
+    s->pairs_kept_count = np;
     return run_model<REAL>(s, nl, nm, total, x, out);
 }
 

@@ -54,6 +54,9 @@ template <typename REAL> struct State {
     /* the caller's pairs (edge_list.cu) */
     DevBuf<int64_t> pair_recv, pair_send, pair_owner;
     DevBuf<double> pair_shift;
+    bool pairs_shifted = false; /* pair_shift holds the pairs' shifts */
+    bool pairs_kept = false;    /* the last compute_edges left its host pairs here, whole */
+    int64_t pairs_kept_count = 0;
     DevBuf<uint32_t> pair_keys, pair_ids, pair_keys_sorted, pair_ids_sorted;
     DevBuf<int32_t> pair_counts; /* degree, from owned, sent: [3][n_local] */
     DevBuf<unsigned long long> pair_min_d2; /* [n_local + 1]: the last is the first bad pair */

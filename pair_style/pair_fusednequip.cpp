@@ -56,6 +56,7 @@ struct FusedNequipImpl {
   struct fnq_halo *halo = nullptr;
   std::string exchange = "none";    // what runs: none (one rank), host, staged, nccl
   bool routed = false;
+  bool pairs_sent = false;    // the context holds this list's pairs: steps repeat them
   std::vector<double> owner_rows;    // [nall][2]: (rank, index) moved by LAMMPS' forward comm
   std::vector<int32_t> ghost_rank;
   std::vector<int64_t> ghost_index;
@@ -151,12 +152,13 @@ void PairFusedNequip::compute(int eflag, int vflag)
   const int nall = nlocal + atom->nghost;
   const int *type = atom->type;
 
-  d.species.resize(nall);
-  for (int i = 0; i < nall; i++) d.species[i] = d.type_species[type[i]];
-
   // The pair list and the ghost map change only when LAMMPS rebuilds its neighbour list
   // (ghosts are re-created then too); between rebuilds they are reused as they are.
   const bool rebuilt = neighbor->ago == 0 || nall != d.listed_nall || nlocal != d.listed_nlocal;
+  if (rebuilt || !d.pairs_sent) {
+    d.species.resize(nall);
+    for (int i = 0; i < nall; i++) d.species[i] = d.type_species[type[i]];
+  }
   if (rebuilt) {
     // every listed pair as it is: the library drops pairs at or beyond the cutoff (the skin)
     size_t n_pairs = 0;
@@ -205,11 +207,19 @@ void PairFusedNequip::compute(int eflag, int vflag)
   if (vflag_atom) d.atom_virial.resize(6 * (size_t) nall);
   double energy = 0.0, w[6];    // w: W = sum r (x) F, order xx yy zz yz xz xy
   const clock::time_point t1 = clock::now();
-  const enum fnq_status status = fnq_ctx_compute_graph(
-      d.ctx, nlocal, nall, nall ? atom->x[0] : nullptr, d.species.data(),
-      (int64_t) d.edge_recv.size(), d.edge_recv.data(), d.edge_send.data(), nullptr, ghost_owner,
-      &energy, eflag_atom ? d.atom_energies.data() : nullptr, d.forces.data(), w,
-      vflag_atom ? d.atom_virial.data() : nullptr);
+  // between rebuilds only the positions change: the library keeps the pairs (on the GPU)
+  double *x = nall ? atom->x[0] : nullptr;
+  double *eatom_out = eflag_atom ? d.atom_energies.data() : nullptr;
+  double *vatom_out = vflag_atom ? d.atom_virial.data() : nullptr;
+  const enum fnq_status status =
+      !rebuilt && d.pairs_sent
+          ? fnq_ctx_compute_graph_repeat(d.ctx, x, &energy, eatom_out, d.forces.data(), w,
+                                         vatom_out)
+          : fnq_ctx_compute_graph(d.ctx, nlocal, nall, x, d.species.data(),
+                                  (int64_t) d.edge_recv.size(), d.edge_recv.data(),
+                                  d.edge_send.data(), nullptr, ghost_owner, &energy, eatom_out,
+                                  d.forces.data(), w, vatom_out);
+  d.pairs_sent = status == FNQ_STATUS_OK;
   if (status != FNQ_STATUS_OK)
     error->one(FLERR, "Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
                           fnq_last_error() + atom_ids_of(fnq_last_error(), nall));
@@ -689,6 +699,7 @@ void PairFusedNequip::free_context()
 {
   fnq_ctx_free(impl->ctx);
   impl->ctx = nullptr;
+  impl->pairs_sent = false;
 #ifdef FNQ_HAVE_HALO
   if (impl->halo && impl->timing) {
     struct fnq_halo_stats st;

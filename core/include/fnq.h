@@ -252,6 +252,19 @@ FNQ_API enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_loc
                                               double *virial, double *atom_virial);
 
 /*
+ * fnq_ctx_compute_graph again, with new positions and everything else of the last call on this
+ * context (n_local, n_all, species, the pairs and their shifts, ghost_owner): for a caller whose
+ * pair list changes only now and then, as LAMMPS' does between its neighbour-list rebuilds.
+ * The pairs are not sent again (a context on the GPU keeps them there; on the CPU the context
+ * kept a copy), and the cutoff is applied to the new positions. positions[n_all*3]; outputs as
+ * fnq_ctx_compute_graph. FNQ_STATUS_INVALID_ARG when there is no successful last call to repeat.
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_graph_repeat(struct fnq_ctx *ctx, const double *positions,
+                                                     double *energy, double *atom_energies,
+                                                     double *forces, double *virial,
+                                                     double *atom_virial);
+
+/*
  * fnq_ctx_compute_graph for n_atoms atoms without ghosts (every atom owned), with the inputs
  * already on the GPU, as torch or cupy tensors have them: positions[n_atoms*3], species[n_atoms],
  * edge_recv[n_edges], edge_send[n_edges] and edge_shift[n_edges*3] (may be NULL) are CUDA device

@@ -69,6 +69,9 @@ struct fnq_edge_input {
     const double *shift;     /* [n_edges*3] or NULL */
     const int64_t *ghost_owner; /* [n_all-n_local]: fold ghosts onto owners (graph.h), or NULL */
     int on_device;
+    /* the pairs (recv, send, shift) of the backend's last compute_edges with host arrays, kept
+     * where it keeps them (the GPU): recv, send and shift are NULL then, the rest is given */
+    int reuse_pairs;
 };
 
 struct fnq_backend_i {

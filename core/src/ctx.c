@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "graph.h"
 #include "options.h"
+#include "pair_cache.h"
 #include "status.h"
 
 struct fnq_ctx {
@@ -26,6 +27,7 @@ struct fnq_ctx {
     int has_comm, has_device_comm;
     struct fnq_graph_buf graph;
     int64_t last_edges;
+    struct fnq_pair_cache last_call; /* for fnq_ctx_compute_graph_repeat */
     /* host copies of device positions and species to word a failed input check
      * (fnq_ctx_compute_graph_device): [n*3] doubles, then [n] int32 */
     void *mirror;
@@ -106,6 +108,7 @@ void fnq_ctx_free(struct fnq_ctx *ctx)
         return;
     ctx->backend->free(ctx->state);
     fnq__graph_buf_free(&ctx->graph);
+    fnq__pair_cache_free(&ctx->last_call);
     free(ctx->mirror);
     free(ctx);
 }
@@ -251,6 +254,34 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
                NULL);
 }
 
+/* A caller's pairs (in) evaluated: as a graph built by the backend (on_backend), else built
+ * here on the host; ghosts folded by in->ghost_owner get zero force rows. */
+static enum fnq_status evaluate_pairs(struct fnq_ctx *ctx, const struct fnq_edge_input *in,
+                                      int on_backend, double *energy, double *atom_energies,
+                                      double *forces, double *virial, double *atom_virial)
+{
+    const int64_t *fold = in->ghost_owner;
+    const struct fnq_exchange x = exchange_of(ctx, in->n_local, fold ? in->n_local : in->n_all);
+    if (on_backend) {
+        FNQ_CHECK(run(ctx, &x, in, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
+                      NULL, NULL, NULL));
+    } else {
+        FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, in->n_local, in->n_all, in->pos, in->species,
+                                        in->n_edges, in->recv, in->send, in->shift, fold,
+                                        &ctx->limits));
+        FNQ_CHECK(run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
+                      NULL, NULL, NULL));
+    }
+    if (fold) {
+        const size_t ghosts = (size_t)(in->n_all - in->n_local);
+        if (forces)
+            memset(forces + 3 * in->n_local, 0, sizeof(double) * 3 * ghosts);
+        if (atom_virial)
+            memset(atom_virial + 6 * in->n_local, 0, sizeof(double) * 6 * ghosts);
+    }
+    return FNQ_STATUS_OK;
+}
+
 enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int64_t n_all,
                                       const double *positions, const int32_t *species,
                                       int64_t n_edges, const int64_t *edge_recv,
@@ -285,29 +316,39 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     /* Ghosts given by an owner map are folded onto their owners as the graph is built
      * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */
     const int64_t *fold = !caller_exchange && n_all > n_local ? ghost_owner : NULL;
-    const struct fnq_exchange x = exchange_of(ctx, n_local, fold ? n_local : n_all);
-    enum fnq_status st;
     /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
-     * the host); FNQ_HOST_GRAPH=1 keeps it on the host (tests compare both) */
-    if (ctx->backend->compute_edges && n_edges <= INT32_MAX && n_all < INT32_MAX &&
-        !ctx->options.host_graph) {
-        const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
-                                          edge_recv, edge_send, edge_shift, fold,      0};
-        st = run(ctx, &x, &in, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
-                 NULL, NULL);
-    } else {
-        FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, n_local, n_all, positions, species, n_edges,
-                                        edge_recv, edge_send, edge_shift, fold, &ctx->limits));
-        st = run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL, NULL,
-                 NULL, NULL);
-    }
-    if (st == FNQ_STATUS_OK && fold) {
-        const size_t ghosts = (size_t)(n_all - n_local);
-        if (forces)
-            memset(forces + 3 * n_local, 0, sizeof(double) * 3 * ghosts);
-        if (atom_virial)
-            memset(atom_virial + 6 * n_local, 0, sizeof(double) * 6 * ghosts);
-    }
+     * the host, and keeps them for fnq_ctx_compute_graph_repeat); FNQ_HOST_GRAPH=1 keeps it on
+     * the host (tests compare both) */
+    const int on_backend = ctx->backend->compute_edges && n_edges <= INT32_MAX &&
+                           n_all < INT32_MAX && !ctx->options.host_graph;
+    const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
+                                      edge_recv, edge_send, edge_shift, fold,      0, 0};
+    ctx->last_call.valid = 0;
+    FNQ_CHECK(evaluate_pairs(ctx, &in, on_backend, energy, atom_energies, forces, virial,
+                             atom_virial));
+    return fnq__pair_cache_save(&ctx->last_call, on_backend, n_local, n_all, species, n_edges,
+                                edge_recv, edge_send, edge_shift, fold);
+}
+
+enum fnq_status fnq_ctx_compute_graph_repeat(struct fnq_ctx *ctx, const double *positions,
+                                             double *energy, double *atom_energies,
+                                             double *forces, double *virial, double *atom_virial)
+{
+    fnq__clear_error();
+    if (!ctx || !ctx->last_call.valid)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "fnq_ctx_compute_graph_repeat: %s", !ctx ? "NULL context"
+                         : "no earlier fnq_ctx_compute_graph on this context to repeat (or it failed)");
+    const struct fnq_pair_cache *c = &ctx->last_call;
+    if (c->n_all > 0 && !positions)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_compute_graph_repeat: NULL positions");
+    const struct fnq_edge_input in = {c->n_local, c->n_all,  c->n_edges, positions,
+                                      c->species, c->recv,   c->send,    c->shift,
+                                      c->owner,   0,         c->on_backend};
+    const enum fnq_status st = evaluate_pairs(ctx, &in, c->on_backend, energy, atom_energies,
+                                              forces, virial, atom_virial);
+    if (st != FNQ_STATUS_OK)
+        ctx->last_call.valid = 0;
     return st;
 }
 
@@ -356,6 +397,7 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
     if ((n_atoms > 0 && (!positions || !species)) || (n_edges > 0 && (!edge_recv || !edge_send)))
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph_device: NULL positions, species or edge arrays");
+    ctx->last_call.valid = 0; /* its pairs are the caller's: nothing kept to repeat */
     /* the GPU graph builder's index types (as fnq_ctx_compute_graph's GPU route) */
     if (n_edges > INT32_MAX || n_atoms >= INT32_MAX)
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
@@ -377,7 +419,7 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
     }
     const struct fnq_exchange x = exchange_of(ctx, n_atoms, n_atoms);
     const struct fnq_edge_input in = {n_atoms,   n_atoms,   n_edges,    positions, species,
-                                      edge_recv, edge_send, edge_shift, NULL,      1};
+                                      edge_recv, edge_send, edge_shift, NULL,      1, 0};
     return run(ctx, &x, &in, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
                NULL);
 }

@@ -6,6 +6,7 @@
  * callbacks: energy, per-atom energies, forces (ghost forces folded into their owners),
  * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative. A CPU
  * context refuses the device-array entry point, fnq_ctx_compute_graph_device, by name.
+ * fnq_ctx_compute_graph_repeat equals a full call with the same positions.
  */
 #include "fnq_test.h"
 
@@ -210,6 +211,42 @@ static void check_collective_without_ghosts(struct fnq_ctx *ctx, const struct te
     free(f), free(recv), free(send);
 }
 
+/* fnq_ctx_compute_graph_repeat: new positions, the last call's pairs: the same numbers as a
+ * full fnq_ctx_compute_graph with those positions (bitwise: the same graph is built), also
+ * when atoms move across the cutoff; refused with nothing to repeat */
+static void check_repeat(struct fnq_model *m, const struct test_structure *s)
+{
+    const int64_t n = s->n;
+    struct fnq_ctx *ctx;
+    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, FNQ_DTYPE_F64, &ctx));
+    double e[2], v[2][6], *f[2], *moved = malloc(sizeof(double) * 3 * (size_t)n);
+    enum fnq_status st = fnq_ctx_compute_graph_repeat(ctx, s->pos, &e[0], NULL, NULL, NULL, NULL);
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "no earlier"),
+          "repeat on a fresh context: %s", fnq_last_error());
+    int64_t *recv = malloc(sizeof(int64_t) * (size_t)(n * n)), *send = malloc(sizeof(int64_t) * (size_t)(n * n));
+    int64_t ne = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            if (i != j)
+                recv[ne] = i, send[ne++] = j;
+    for (int64_t k = 0; k < 3 * n; k++) /* up to 0.4 A: pairs cross the cutoff */
+        moved[k] = s->pos[k] + 0.4 * sin(1.7 * (double)k);
+    for (int r = 0; r < 2; r++)
+        f[r] = malloc(sizeof(double) * 3 * (size_t)n);
+    CHECK_OK(fnq_ctx_compute_graph(ctx, n, n, s->pos, s->species, ne, recv, send, NULL, NULL,
+                                   &e[0], NULL, f[0], v[0], NULL));
+    CHECK_OK(fnq_ctx_compute_graph_repeat(ctx, moved, &e[0], NULL, f[0], v[0], NULL));
+    CHECK_OK(fnq_ctx_compute_graph(ctx, n, n, moved, s->species, ne, recv, send, NULL, NULL, &e[1],
+                                   NULL, f[1], v[1], NULL));
+    const int same = e[0] == e[1] && !memcmp(f[0], f[1], sizeof(double) * 3 * (size_t)n) &&
+                     !memcmp(v[0], v[1], sizeof(v[0]));
+    printf("repeat with moved atoms: the same as a full call: %s (E = %.10f)\n", same ? "yes" : "NO",
+           e[0]);
+    CHECK(same, "fnq_ctx_compute_graph_repeat differs from fnq_ctx_compute_graph");
+    free(f[0]), free(f[1]), free(moved), free(recv), free(send);
+    fnq_ctx_free(ctx);
+}
+
 /* fnq_ctx_compute_graph_device needs a CUDA context: a CPU one says so (the pointers are
  * never read) */
 static void check_device_entry_refused(struct fnq_ctx *ctx, const struct test_structure *s)
@@ -241,6 +278,7 @@ int main(void)
     check(ctx, "20-atom cell", &s2, fnq_model_cutoff(m));
     check_collective_without_ghosts(ctx, &s2, fnq_model_cutoff(m));
     check_device_entry_refused(ctx, &s2);
+    check_repeat(m, &s2);
     test_structure_free(&s1), test_structure_free(&s2);
     fnq_ctx_free(ctx);
     fnq_model_free(m);

@@ -386,6 +386,13 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
             CHECK_OK(graph_eval(c, host, si, ne, recv, send, shift, &e[host], f[host], v[host],
                                 msg[host], sizeof(msg[host])));
         }
+        /* the pairs kept on the GPU: repeating the call gives the same numbers */
+        double e_rep, v_rep[6], *f_rep = malloc(sizeof(double) * 3 * (size_t)si->n);
+        CHECK_OK(fnq_ctx_compute_graph_repeat(c[0], si->pos, &e_rep, NULL, f_rep, v_rep, NULL));
+        CHECK(e_rep == e[0] && !memcmp(v_rep, v[0], sizeof(v_rep)) &&
+                  !memcmp(f_rep, f[0], sizeof(double) * 3 * (size_t)si->n),
+              "caller's list: fnq_ctx_compute_graph_repeat differs from the call it repeats");
+        free(f_rep);
         const int same = e[0] == e[1] && memcmp(v[0], v[1], sizeof(v[0])) == 0 &&
                          memcmp(f[0], f[1], sizeof(double) * 3 * (size_t)si->n) == 0;
         int32_t nl = 0;
