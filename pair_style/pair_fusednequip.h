@@ -56,7 +56,7 @@ class PairFusedNequip : public Pair {
   void check_elements();
   void make_context();
   void fail_unless_all(bool ok, const std::string &message);
-  std::string atom_ids_of(const char *message, int nall);
+  std::string error_atom_ids(int nall);
 };
 
 }    // namespace LAMMPS_NS
