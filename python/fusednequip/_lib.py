@@ -157,9 +157,7 @@ def last_error_atoms():
     """Indices of the atoms the last failure is about (empty when it names none)."""
     if not hasattr(lib, "fnq_last_error_atoms"):
         return ()
-    atoms = np.zeros(2, dtype=np.int64)
-    n = lib.fnq_last_error_atoms(atoms, len(atoms))
-    if n > len(atoms):
-        atoms = np.zeros(n, dtype=np.int64)
-        lib.fnq_last_error_atoms(atoms, n)
-    return tuple(int(a) for a in atoms[:n])
+    n = lib.fnq_last_error_atoms(None, 0)
+    atoms = np.zeros(n, dtype=np.int64)
+    lib.fnq_last_error_atoms(atoms, n)
+    return tuple(int(a) for a in atoms)
