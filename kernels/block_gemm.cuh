@@ -14,8 +14,8 @@
  * a.b ~ a_lo.b_hi + a_hi.b_lo + a_hi.b_hi) is opt-in: chained over all of K its error was
  * ~2e-6 relative (the tensor cores' accumulation truncates), so each k step of 8 now starts
  * from zero and is added in float32: 1.4e-7 relative l2 (FMA float32: 2.8e-7;
- * bench/gemm_precision.cu, H200), but only 2 % faster end to end (8000 Si: 143.0 vs 146.1 ms
- * per step on an H200), as the GEMMs are not what bounds the kernels.
+ * bench/gemm_precision.cu, H200), but hardly faster end to end (bench/NOTES.md, "Numbers
+ * behind comments"), as the GEMMs are not what bounds the kernels.
  */
 #pragma once
 

@@ -27,7 +27,7 @@ __device__ __forceinline__ double edge_direction(const double *r, double nv[3])
  * the plan in g, each thread's values a column of a shared-memory tile [nsh][blockDim.x]. The
  * block's rows are staged in shared memory and written out together: one thread writing its
  * own row (nsh + n_rfeat values, 72 bytes in float32) left partly written sectors to L2 and
- * took 0.71 ms at 64,000 Si (H100; staged: see bench/NOTES.md v8.2). */
+ * was several times slower (bench/NOTES.md v8.2). */
 template <typename REAL, int L>
 __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
                                      REAL *feat)

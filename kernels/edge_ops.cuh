@@ -52,8 +52,8 @@ __device__ __forceinline__ void sh_grad_fixed(const double *y, double *a, double
 /* Y(n) by the recursion for any l <= kMaxL, value q at y[q * stride]: the thread's column of a
  * shared-memory tile. The terms' indices are runtime values here, so an array in registers is
  * not possible; a local-memory array of kMaxSh doubles (and 3 kMaxSh for the gradient) per
- * thread made the geometry kernels 2.6 ms of a 103 ms step at 64,000 atoms (H100,
- * bench/NOTES.md v8.2). Models with l <= FNQ_SH_LMAX take sh_eval_fixed. */
+ * thread made the geometry kernels slow (bench/NOTES.md v8.2). Models with l <= FNQ_SH_LMAX
+ * take sh_eval_fixed. */
 __device__ __forceinline__ void sh_eval_column(const Geometry &g, const double n[3], double *y,
                                                int stride)
 {

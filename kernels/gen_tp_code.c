@@ -28,9 +28,8 @@
 
 #define LMAX 3
 
-/* (l1, lo, hi) of each group: every l2 (no register spills at 128 per thread; split by l2 into
- * two groups for l1 = 2 and 3, 8000 / 64,000 Si took 16.7 / 127.8 ms per step, H100, against
- * 16.0 / 122.4 whole) */
+/* (l1, lo, hi) of each group: every l2 (no register spills at 128 per thread; l1 = 2 and 3
+ * split by l2 into two groups each ran slower: bench/NOTES.md, "Numbers behind comments") */
 static const int kGroups[][3] = {{0, 0, 3}, {1, 0, 3}, {2, 0, 3}, {3, 0, 3}};
 
 /* One output element out[o] (o is index number `oi` of (m1, m2, m3): 0, 1 or 2) of a path

@@ -32,9 +32,9 @@ int quad_layout(std::vector<QuadBlock> &plan, const std::vector<int> &quads)
  * linear_quads runs it: each warp takes every threads-th group of 32 unit slots, its lanes in
  * lockstep (the group costs its longest slice, a fixed per-unit part and the butterfly's
  * steps), and the block waits for its slowest warp. A step costs more the more slices a quad
- * has: a warp's loads then touch g rows of weights and g inputs instead of one (H100,
- * bench/NOTES.md v8.1: without this term the forward linear_2's sums were split 4-8 ways and
- * its kernel got 16 % slower; at 50 % per extra slice the plans measured fastest). */
+ * has: a warp's loads then touch g rows of weights and g inputs instead of one
+ * (bench/NOTES.md v8.1: without this term the forward linear_2's sums were split 4-8 ways and
+ * its kernels got slower; 50 % per extra slice gave the fastest plans). */
 int64_t quad_makespan(const std::vector<QuadBlock> &plan, int n_units, int threads)
 {
     constexpr int kUnitCost = 6, kButterflyStepCost = 3; /* in channel steps, rough */

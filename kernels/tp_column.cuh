@@ -248,17 +248,16 @@ __device__ __forceinline__ void flush_sums(REAL *row, int mul, bool first, const
 }
 
 /* The forward pass is inlined into the kernel's path switch: it keeps its arrays in registers
- * (as a separate ABI function it spilled them every edge; large layer 9.45 -> 7.7 ms, H200,
- * bench/NOTES.md v2.4). The backward pass is inlined in radial table mode (no MLP GEMMs in that
- * kernel: inlined, its loads no longer move the global-memory descriptor into uniform
- * registers before each one, ~30 instructions per edge; 8000 Si 29.5 -> 27.4 ms, H100, v5)
- * and a separate function with the exact MLP (inlined there, the GEMM part of the kernel got
- * slower: 26.9 -> 28.5 ms, v2.4). */
+ * (as a separate ABI function it spilled them every edge; bench/NOTES.md v2.4). The backward
+ * pass is inlined in radial table mode (no MLP GEMMs in that kernel: inlined, its loads no
+ * longer move the global-memory descriptor into uniform registers before each one, ~30
+ * instructions per edge; v5) and a separate function with the exact MLP (inlined there, the
+ * GEMM part of the kernel got slower; v2.4). */
 /* TAB (radial table mode): col is the lane's column of the table, and the lane computes its
  * weight per edge from the table; else col is its column in the round's tile of weights.
  * Neither pass prefetches the next edge's rows: the copies between prefetch and compute
- * registers cost more than the latency they hid once the rows were tiled (8000 / 64,000 Si
- * 24.0 -> 23.5 ms, 191.5 -> 183.5 ms, H100, bench/NOTES.md v6); the other warps hide it. */
+ * registers cost more than the latency they hid once the rows were tiled (bench/NOTES.md v6);
+ * the other warps hide it. */
 template <int L1, int L2, int L3, bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const Path &P, int u, int col,
                                REAL *A, int a_stride)

@@ -30,7 +30,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -222,7 +221,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
   d.pairs_sent = status == FNQ_STATUS_OK;
   if (status != FNQ_STATUS_OK)
     error->one(FLERR, "Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
-                          fnq_last_error() + atom_ids_of(fnq_last_error(), nall));
+                          fnq_last_error() + error_atom_ids(nall));
   const clock::time_point t2 = clock::now();
 
   // with an owner map the library has folded the ghosts' forces onto their owners (ghost rows
@@ -265,26 +264,23 @@ void PairFusedNequip::compute(int eflag, int vflag)
 }
 
 /* ----------------------------------------------------------------------
-   the library names atoms by this rank's indices (owned, then ghosts): say
-   which LAMMPS atom IDs those are, e.g. " (rank-local atom 0 = atom ID 1, ...)"
+   the atoms the library's last error is about, as this rank's indices
+   (owned, then ghosts): say which LAMMPS atom IDs those are, e.g.
+   " (rank-local atom 0 = atom ID 1, rank-local atom 8 = atom ID 9)"
 ------------------------------------------------------------------------- */
 
-std::string PairFusedNequip::atom_ids_of(const char *message, int nall)
+std::string PairFusedNequip::error_atom_ids(int nall)
 {
-  static const std::regex atoms("atoms? ([0-9]+)(?: and ([0-9]+))?");
+  int64_t index[2];
+  const int n = std::min(fnq_last_error_atoms(index, 2), 2);
   std::string ids;
-  const std::string text(message);
-  for (std::sregex_iterator m(text.begin(), text.end(), atoms), end; m != end; ++m)
-    for (int k = 1; k <= 2; k++) {
-      if (!(*m)[k].matched) continue;
-      const long index = std::stol((*m)[k].str());
-      if (index >= nall) continue;
-      ids += (ids.empty() ? "" : ", ") + std::string("rank-local atom ") + std::to_string(index) +
-          " = atom ID " + std::to_string((long) atom->tag[index]) +
-          (index >= atom->nlocal ? " (a ghost image)" : "");
-    }
-  return ids.empty() ? " (atom numbers are this rank's indices: owned atoms, then ghosts)"
-                     : " (" + ids + ")";
+  for (int k = 0; k < n; k++) {
+    if (index[k] < 0 || index[k] >= nall) continue;
+    ids += (ids.empty() ? "" : ", ") + std::string("rank-local atom ") +
+        std::to_string(index[k]) + " = atom ID " + std::to_string((long) atom->tag[index[k]]) +
+        (index[k] >= atom->nlocal ? " (a ghost image)" : "");
+  }
+  return ids.empty() ? "" : " (" + ids + ")";
 }
 
 /* ----------------------------------------------------------------------

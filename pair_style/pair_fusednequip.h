@@ -59,7 +59,7 @@ class PairFusedNequip : public Pair {
   void free_context();
   void route_ghosts();
   void fail_unless_all(bool ok, const std::string &message);
-  std::string atom_ids_of(const char *message, int nall);
+  std::string error_atom_ids(int nall);
 };
 
 }    // namespace LAMMPS_NS

@@ -30,7 +30,8 @@
  *     Voigt order xx yy zz yz xz xy. ASE's stress is -W/volume; LAMMPS' pressure is W/volume.
  *   - Every pointer argument is a host pointer. A NULL output pointer means "don't compute".
  *   - Functions return enum fnq_status; on failure fnq_last_error() says what went wrong
- *     (file, field, atom, value). The library never exits or aborts the process.
+ *     (file, field, atom, value), and fnq_last_error_atoms() gives the atoms it names as
+ *     indices. The library never exits or aborts the process.
  *   - A context is not thread-safe; use one context per thread. Models are read-only after
  *     loading and may be shared by many contexts.
  *
@@ -98,6 +99,16 @@ FNQ_API const char *fnq_last_error(void);
 /* Record `message` as this thread's last error and return `status`: for libraries built on
  * this one (libfusednequip_mpi), so that callers read every failure through fnq_last_error(). */
 FNQ_API enum fnq_status fnq_error_set(enum fnq_status status, const char *message);
+/*
+ * The atoms the last failure in this thread is about, as indices into the failing call's
+ * positions (owned atoms, then ghosts): copies up to `cap` of them into `atoms` (may be NULL
+ * when cap is 0) and returns how many there are: 2 for two atoms too close (receiver, sender),
+ * 1 for an atom with too many neighbours, a non-finite coordinate, a bad species index or an
+ * incomplete neighbour list, 1 for a ghost with a bad owner; 0 when the failure names no atom
+ * or nothing failed. A pair from a ghost folded onto its owner by ghost_owner names the owner.
+ * Cleared and replaced together with the message.
+ */
+FNQ_API int32_t fnq_last_error_atoms(int64_t *atoms, int32_t cap);
 
 /* Messages (warnings, info) go to this callback; the default prints warnings to stderr. */
 enum fnq_log_level { FNQ_LOG_DEBUG = 0, FNQ_LOG_INFO = 1, FNQ_LOG_WARN = 2, FNQ_LOG_ERROR = 3 };

@@ -193,9 +193,10 @@ static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const
 {
     for (int64_t i = 0; i < n; i++)
         if (species[i] < 0 || species[i] >= m->n_species)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                             "atom %lld has species index %d; the model has %d species (0..%d)",
-                             (long long)i, species[i], m->n_species, m->n_species - 1);
+            return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                                   "atom %lld has species index %d; the model has %d species "
+                                   "(0..%d)",
+                                   (long long)i, species[i], m->n_species, m->n_species - 1);
     return FNQ_STATUS_OK;
 }
 
@@ -308,10 +309,11 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     if (ghost_owner && !caller_exchange)
         for (int64_t k = 0; k < n_all - n_local; k++)
             if (ghost_owner[k] < 0 || ghost_owner[k] >= n_local)
-                return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                                 "ghost atom %lld: owner %lld is not an owned atom (0..%lld)",
-                                 (long long)(n_local + k), (long long)ghost_owner[k],
-                                 (long long)(n_local - 1));
+                return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, n_local + k, -1,
+                                       "ghost atom %lld: owner %lld is not an owned atom "
+                                       "(0..%lld)",
+                                       (long long)(n_local + k), (long long)ghost_owner[k],
+                                       (long long)(n_local - 1));
     FNQ_CHECK(check_species(ctx->model, n_all, species));
     /* Ghosts given by an owner map are folded onto their owners as the graph is built
      * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */

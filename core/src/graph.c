@@ -57,9 +57,9 @@ enum fnq_status fnq__check_positions(int64_t n, const double *pos)
     for (int64_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
             if (!isfinite(pos[3 * i + k]))
-                return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                                 "atom %lld has a non-finite coordinate (%c = %g)", (long long)i,
-                                 "xyz"[k], pos[3 * i + k]);
+                return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                                       "atom %lld has a non-finite coordinate (%c = %g)",
+                                       (long long)i, "xyz"[k], pos[3 * i + k]);
     return FNQ_STATUS_OK;
 }
 
@@ -74,22 +74,23 @@ enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limi
         const double *r = b->edge_vec + 3 * e;
         double d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
         if (d2 < md2 || d2 == 0.0)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                             "atoms %lld and %lld are %.6g A apart, closer than the minimum "
-                             "distance of %g A (overlapping atoms or positions in the wrong units?)",
-                             (long long)b->edge_recv[e], (long long)b->edge_send[e], sqrt(d2),
-                             lim->min_distance);
+            return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, b->edge_recv[e], b->edge_send[e],
+                                   "atoms %lld and %lld are %.6g A apart, closer than the minimum "
+                                   "distance of %g A (overlapping atoms or positions in the wrong "
+                                   "units?)",
+                                   (long long)b->edge_recv[e], (long long)b->edge_send[e],
+                                   sqrt(d2), lim->min_distance);
     }
     g->max_degree = 0;
     for (int64_t i = 0; i < g->n_local; i++) {
         int64_t deg = b->recv_start[i + 1] - b->recv_start[i];
         if (deg > lim->max_neighbors)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                             "atom %lld has %lld neighbours within the %g A cutoff, more than the "
-                             "limit of %lld (positions in the wrong units? raise it with "
-                             "fnq_ctx_set_max_neighbors)",
-                             (long long)i, (long long)deg, lim->cutoff,
-                             (long long)lim->max_neighbors);
+            return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                                   "atom %lld has %lld neighbours within the %g A cutoff, more "
+                                   "than the limit of %lld (positions in the wrong units? raise "
+                                   "it with fnq_ctx_set_max_neighbors)",
+                                   (long long)i, (long long)deg, lim->cutoff,
+                                   (long long)lim->max_neighbors);
         if (deg > g->max_degree)
             g->max_degree = deg;
     }
@@ -113,11 +114,11 @@ enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limi
             from_owned += b->edge_send[e] < g->n_local;
         int64_t sent = b->send_start[j + 1] - b->send_start[j];
         if (sent != from_owned)
-            return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                             "the neighbour list is not full: owned atom %lld receives %lld edges "
-                             "from owned atoms but sends %lld (both directions of every pair "
-                             "within the cutoff are needed)",
-                             (long long)j, (long long)from_owned, (long long)sent);
+            return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, j, -1,
+                                   "the neighbour list is not full: owned atom %lld receives "
+                                   "%lld edges from owned atoms but sends %lld (both directions "
+                                   "of every pair within the cutoff are needed)",
+                                   (long long)j, (long long)from_owned, (long long)sent);
     }
 
     g->recv_start = b->recv_start;

@@ -1,6 +1,8 @@
 /*
- * loader.h: model-file readers. model_load.c reads the file, splits the JSON header line from
- * the array records and hands both to the reader for the header's format.
+ * loader.h: helpers the model-file readers share (loader.c): required JSON header fields and
+ * a reader of the .npy array records that follow the header line. model_load.c reads the file,
+ * splits the header from the records and hands both to the reader for the header's format
+ * (nqx.h, fnqm.h); the readers depend on these helpers, never on each other.
  */
 #pragma once
 
@@ -10,8 +12,6 @@
 #include <cjson/cJSON.h>
 
 #include "fnq.h"
-#include "model.h"
-#include "npy.h"
 
 /* The array records that follow the header line, read one by one with a name for messages. */
 struct fnq_leaf_reader {
@@ -34,9 +34,3 @@ enum fnq_status fnq__json_int(const cJSON *obj, const char *file, const char *ke
 enum fnq_status fnq__json_bool(const cJSON *obj, const char *file, const char *key, int *out);
 enum fnq_status fnq__json_string(const cJSON *obj, const char *file, const char *key,
                                  const char **out);
-
-/* Order of a Linear's instructions as equinox serialises its weight dict (sorted keys). */
-void fnq__linear_key_order(const struct fnq_linear *lin, int32_t *order);
-
-enum fnq_status fnq__nqx_build(const cJSON *config, struct fnq_leaf_reader *leaves,
-                               struct fnq_model *m);

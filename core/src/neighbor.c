@@ -237,12 +237,12 @@ enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const d
             cnt[i] = fnq__cell_visit(&gr.view, pos, i, rc2, NULL, NULL, NULL);
         for (int64_t i = 0; i < n && st == FNQ_STATUS_OK; i++)
             if (cnt[i] > lim->max_neighbors)
-                st = fnq__fail(FNQ_STATUS_INVALID_ARG,
-                               "atom %lld has %lld neighbours within the %g A cutoff, more than "
-                               "the limit of %lld (positions in the wrong units, or a cell too "
-                               "small? raise it with fnq_ctx_set_max_neighbors)",
-                               (long long)i, (long long)cnt[i], lim->cutoff,
-                               (long long)lim->max_neighbors);
+                st = fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                                     "atom %lld has %lld neighbours within the %g A cutoff, more "
+                                     "than the limit of %lld (positions in the wrong units, or a "
+                                     "cell too small? raise it with fnq_ctx_set_max_neighbors)",
+                                     (long long)i, (long long)cnt[i], lim->cutoff,
+                                     (long long)lim->max_neighbors);
         int64_t total = 0;
         for (int64_t i = 0; i < n; i++)
             total += cnt[i];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
+#include "nqx.h"
 #include "sh.h"
 #include "status.h"
 
@@ -132,12 +132,29 @@ static void regroup(struct fnq_irreps *x)
     fnq__irreps_finalize(x);
 }
 
+/* Order of a Linear's instructions as equinox serialises its weight dict (sorted keys). */
+static void linear_key_order(const struct fnq_linear *lin, int32_t *order)
+{
+    char keys[FNQ_MAX_BLOCKS * FNQ_MAX_BLOCKS][24];
+    for (int32_t k = 0; k < lin->n_instr; k++) {
+        snprintf(keys[k], sizeof(keys[k]), "w[%d,%d]", lin->instr[k].in_block,
+                 lin->instr[k].out_block);
+        order[k] = k;
+    }
+    for (int32_t a = 1; a < lin->n_instr; a++)
+        for (int32_t b = a; b > 0 && strcmp(keys[order[b - 1]], keys[order[b]]) > 0; b--) {
+            int32_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+}
+
 static enum fnq_status read_linear(struct fnq_leaf_reader *r, struct fnq_linear *lin,
                                    const struct fnq_irreps *in, const struct fnq_irreps *out,
                                    const char *name)
 {
     int32_t order[FNQ_MAX_BLOCKS * FNQ_MAX_BLOCKS];
-    fnq__linear_key_order(lin, order);
+    linear_key_order(lin, order);
     for (int32_t k = 0; k < lin->n_instr; k++) {
         const struct fnq_linear_instr *ins = &lin->instr[order[k]];
         int64_t shape[2] = {in->block[ins->in_block].mul, out->block[ins->out_block].mul};

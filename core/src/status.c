@@ -1,5 +1,6 @@
 /*
- * status.c: status strings, the thread-local last-error message and the log callback.
+ * status.c: status strings, the thread-local last error (message and atoms) and the log
+ * callback.
  */
 #include "status.h"
 
@@ -8,6 +9,9 @@
 #include <string.h>
 
 static _Thread_local char last_error[2048];
+/* the atoms the last failure is about, as indices of the failing call's arrays */
+static _Thread_local int64_t last_atoms[2];
+static _Thread_local int32_t n_last_atoms;
 
 static void default_log(enum fnq_log_level level, const char *message, void *user)
 {
@@ -62,13 +66,30 @@ const char *fnq_device_name(enum fnq_device device)
 
 const char *fnq_last_error(void) { return last_error; }
 
-void fnq__clear_error(void) { last_error[0] = 0; }
+int32_t fnq_last_error_atoms(int64_t *atoms, int32_t cap)
+{
+    for (int32_t k = 0; k < n_last_atoms && k < cap && atoms; k++)
+        atoms[k] = last_atoms[k];
+    return n_last_atoms;
+}
+
+void fnq__clear_error(void)
+{
+    last_error[0] = 0;
+    n_last_atoms = 0;
+}
+
+static void record(const char *fmt, va_list ap)
+{
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    n_last_atoms = 0;
+}
 
 enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    record(fmt, ap);
     va_end(ap);
     return status;
 }
@@ -76,6 +97,19 @@ enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
 enum fnq_status fnq_error_set(enum fnq_status status, const char *message)
 {
     return fnq__fail(status, "%s", message ? message : "");
+}
+
+enum fnq_status fnq__fail_atoms(enum fnq_status status, int64_t a, int64_t b, const char *fmt,
+                                ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(fmt, ap);
+    va_end(ap);
+    last_atoms[n_last_atoms++] = a;
+    if (b >= 0)
+        last_atoms[n_last_atoms++] = b;
+    return status;
 }
 
 void fnq_log_set(fnq_log_callback callback, void *user)

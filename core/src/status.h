@@ -1,6 +1,7 @@
 /*
  * status.h: how the library reports failures: every public function returns an fnq_status and
- * leaves a message in a thread-local buffer (fnq_last_error). Nothing exits or aborts.
+ * leaves a message in a thread-local buffer (fnq_last_error), and the indices of the atoms it is
+ * about where it names atoms (fnq_last_error_atoms). Nothing exits or aborts.
  */
 #pragma once
 
@@ -9,6 +10,10 @@
 /* Record a message and return `status`: `return fnq__fail(FNQ_STATUS_FORMAT, "...", ...);` */
 enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* As fnq__fail, for a failure about atom `a`, or atoms `a` and `b` (b < 0: only `a`); the
+ * message names them too. */
+enum fnq_status fnq__fail_atoms(enum fnq_status status, int64_t a, int64_t b, const char *fmt,
+                                ...) __attribute__((format(printf, 4, 5)));
 void fnq__clear_error(void);
 void fnq__log(enum fnq_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -93,6 +93,7 @@ _SIGNATURES = {
     "fnq_version_string": (ctypes.c_char_p, []),
     "fnq_status_string": (ctypes.c_char_p, [ctypes.c_int]),
     "fnq_last_error": (ctypes.c_char_p, []),
+    "fnq_last_error_atoms": (ctypes.c_int32, [_opt(_i64), ctypes.c_int32]),
     "fnq_model_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_p)]),
     "fnq_model_free": (None, [_p]),
     "fnq_model_path": (ctypes.c_char_p, [_p]),
@@ -126,7 +127,7 @@ _SIGNATURES = {
 
 # newer than ABI version 1's first release: a library without them still loads, and the
 # methods that need them say so
-_OPTIONAL = {"fnq_ctx_compute_graph_device"}
+_OPTIONAL = {"fnq_ctx_compute_graph_device", "fnq_last_error_atoms"}
 
 for _name, (_res, _args) in _SIGNATURES.items():
     if _name in _OPTIONAL and not hasattr(lib, _name):
@@ -150,3 +151,13 @@ def require(name):
 
 def last_error():
     return lib.fnq_last_error().decode(errors="replace")
+
+
+def last_error_atoms():
+    """Indices of the atoms the last failure is about (empty when it names none)."""
+    if not hasattr(lib, "fnq_last_error_atoms"):
+        return ()
+    n = lib.fnq_last_error_atoms(None, 0)
+    atoms = np.zeros(n, dtype=np.int64)
+    lib.fnq_last_error_atoms(atoms, n)
+    return tuple(int(a) for a in atoms)

@@ -1,14 +1,18 @@
 """Exceptions raised by fusednequip. Every failure of the C library becomes one of these, with
-the library's message (which names the file, field, atom or value at fault)."""
+the library's message (which names the file, field, atom or value at fault) and the indices of
+the atoms it names."""
+from . import _lib
 from ._lib import Status
 
 
 class FusedNequipError(RuntimeError):
-    """Base class. `status` is the library's fnq_status (a fusednequip._lib.Status)."""
+    """Base class. `status` is the library's fnq_status (a fusednequip._lib.Status); `atoms`
+    the indices of the atoms the failure is about (a tuple, empty when it names none)."""
 
-    def __init__(self, message, status=Status.INTERNAL):
+    def __init__(self, message, status=Status.INTERNAL, atoms=()):
         super().__init__(message)
         self.status = Status(status)
+        self.atoms = tuple(atoms)
 
 
 class ModelFileError(FusedNequipError):
@@ -24,22 +28,25 @@ class UnknownElementError(FusedNequipError, KeyError):
 
 class StructureError(FusedNequipError, ValueError):
     """The structure cannot be evaluated: NaN coordinates, atoms closer than the minimum
-    distance, more neighbours than the limit, a singular cell, ..."""
+    distance, more neighbours than the limit, a singular cell, ... `atoms` names the atoms at
+    fault: (i, j) for two atoms too close, (i,) for one atom."""
 
 
 class DeviceError(FusedNequipError):
     """The requested device is unavailable, or a GPU error (out of memory, ...)."""
 
 
-def raise_for(status, message, during_load=False):
+def raise_for(status, during_load=False):
+    """Raise the exception for a library call's status, with the library's last error."""
     status = Status(status)
     if status == Status.OK:
         return
+    message = _lib.last_error()
     if during_load and status in (Status.IO, Status.FORMAT, Status.UNSUPPORTED):
         raise ModelFileError(message, status)
     if status in (Status.DEVICE, Status.OUT_OF_MEMORY) or (
             status == Status.UNSUPPORTED and "device" in message):
         raise DeviceError(message, status)
     if status == Status.INVALID_ARG:
-        raise StructureError(message, status)
+        raise StructureError(message, status, _lib.last_error_atoms())
     raise FusedNequipError(message, status)

@@ -21,7 +21,7 @@ class Model:
     def __init__(self, path):
         handle = ctypes.c_void_p()
         st = lib.fnq_model_load(str(path).encode(), ctypes.byref(handle))
-        raise_for(st, _lib.last_error(), during_load=True)
+        raise_for(st, during_load=True)
         self._handle = handle
         self._finalizer = weakref.finalize(self, lib.fnq_model_free, handle)
         self.path = lib.fnq_model_path(handle).decode()
@@ -41,7 +41,7 @@ class Model:
             if t is None:
                 raise UnknownElementError(
                     f"atom {i} is element '{s}', which the model {self.path} does not have "
-                    f"(it has {len(self.species)} species)")
+                    f"(it has {len(self.species)} species)", atoms=(i,))
             out[i] = t
         return out
 
@@ -58,17 +58,17 @@ class Context:
         handle = ctypes.c_void_p()
         st = lib.fnq_ctx_init(model._handle, _DEVICES[device], device_id, _DTYPES[dtype],
                               ctypes.byref(handle))
-        raise_for(st, _lib.last_error())
+        raise_for(st)
         self._handle = handle
         self._finalizer = weakref.finalize(self, lib.fnq_ctx_free, handle)
         self.device = Device(lib.fnq_ctx_device(handle)).name.lower()
         self.dtype = "float32" if lib.fnq_ctx_dtype(handle) == DType.F32 else "float64"
 
     def set_min_distance(self, value):
-        raise_for(lib.fnq_ctx_set_min_distance(self._handle, value), _lib.last_error())
+        raise_for(lib.fnq_ctx_set_min_distance(self._handle, value))
 
     def set_max_neighbors(self, value):
-        raise_for(lib.fnq_ctx_set_max_neighbors(self._handle, value), _lib.last_error())
+        raise_for(lib.fnq_ctx_set_max_neighbors(self._handle, value))
 
     @property
     def last_num_edges(self):
@@ -90,7 +90,7 @@ class Context:
         st = lib.fnq_ctx_compute_periodic(self._handle, n, pos.reshape(-1), sp, c, p,
                                           ctypes.byref(energy), energies, forces.reshape(-1),
                                           virial)
-        raise_for(st, _lib.last_error())
+        raise_for(st)
         return energy.value, energies, forces, virial
 
     def compute_graph(self, positions, species, receivers, senders, shifts=None):
@@ -123,7 +123,7 @@ class Context:
         st = lib.fnq_ctx_compute_graph(self._handle, n, n, pos.reshape(-1), sp, n_edges, recv,
                                        send, sh, None, ctypes.byref(energy), energies,
                                        forces.reshape(-1), virial, None)
-        raise_for(st, _lib.last_error())
+        raise_for(st)
         return energy.value, energies, forces, virial
 
     def compute_graph_device(self, positions, species, receivers, senders, shifts=None):
@@ -151,7 +151,7 @@ class Context:
         compute = _lib.require("fnq_ctx_compute_graph_device")
         st = compute(self._handle, n, pos, sp, n_edges, recv, send, sh, ctypes.byref(energy),
                      energies, forces.reshape(-1), virial)
-        raise_for(st, _lib.last_error())
+        raise_for(st)
         return energy.value, energies, forces, virial
 
 

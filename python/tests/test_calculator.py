@@ -125,8 +125,9 @@ def test_unknown_element(mp1):
     atoms = bulk("Si", "diamond", a=5.43)
     atoms.set_chemical_symbols(["Si", "Po"])
     atoms.calc = FusedNequIPCalculator(mp1, device="cpu")
-    with pytest.raises(UnknownElementError, match=r"atom 1 is element 'Po'"):
+    with pytest.raises(UnknownElementError, match=r"atom 1 is element 'Po'") as err:
         atoms.get_potential_energy()
+    assert err.value.atoms == (1,)
 
 
 def test_missing_model(tmp_path):
@@ -151,13 +152,33 @@ def test_bad_structures(mp1):
     atoms = bulk("Si", "diamond", a=5.43)
     atoms.positions[1, 2] = np.nan
     atoms.calc = calc
-    with pytest.raises(StructureError, match="atom 1 has a non-finite coordinate"):
+    with pytest.raises(StructureError, match="atom 1 has a non-finite coordinate") as err:
         atoms.get_potential_energy()
+    assert err.value.atoms == (1,)
     atoms = bulk("Si", "diamond", a=5.43)
     atoms.positions[1] = atoms.positions[0] + 0.01
     atoms.calc = calc
-    with pytest.raises(StructureError, match="closer than"):
+    with pytest.raises(StructureError, match="atoms 0 and 1 are .* closer than") as err:
         atoms.get_forces()
+    assert err.value.atoms == (0, 1)  # receiver, sender
+
+
+def test_structure_error_names_the_atom_with_too_many_neighbours(mp1):
+    from fusednequip import Context
+    from ase.neighborlist import neighbor_list
+    atoms = bulk("Si", "diamond", a=5.43, cubic=True).repeat((2, 2, 2))
+    atoms.pbc = False  # a cluster: inner atoms have more neighbours than outer ones
+    atoms.rattle(0.01, seed=1)
+    counts = np.bincount(neighbor_list("i", atoms, mp1.cutoff), minlength=len(atoms))
+    limit = counts.max() - 1
+    first = int(np.flatnonzero(counts > limit)[0])
+    assert first > 0
+    ctx = Context(mp1, device="cpu")
+    ctx.set_max_neighbors(limit)
+    sp = mp1.species_indices(atoms.get_chemical_symbols())
+    with pytest.raises(StructureError, match=f"atom {first} has {limit + 1} neighbours") as err:
+        ctx.compute(atoms.positions, sp)
+    assert err.value.atoms == (first,)
 
 
 def test_bad_arguments(mp1):

@@ -7,6 +7,8 @@
  * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative. A CPU
  * context refuses the device-array entry point, fnq_ctx_compute_graph_device, by name.
  * fnq_ctx_compute_graph_repeat equals a full call with the same positions.
+ * Bad input names its atoms through fnq_last_error_atoms (too close, too many neighbours,
+ * non-finite coordinate, bad species, bad ghost owner), cleared by the next success.
  */
 #include "fnq_test.h"
 
@@ -262,6 +264,75 @@ static void check_device_entry_refused(struct fnq_ctx *ctx, const struct test_st
           "a CPU context did not refuse device arrays with a message naming cuda");
 }
 
+/* After `st` (INVALID_ARG expected) fnq_last_error_atoms gives n_want atoms: a (and b). */
+static void expect_atoms(enum fnq_status st, const char *label, int32_t n_want, int64_t a,
+                         int64_t b)
+{
+    int64_t got[2] = {-1, -1};
+    int32_t n = fnq_last_error_atoms(got, 2);
+    printf("%s: atoms", label);
+    for (int32_t k = 0; k < n && k < 2; k++)
+        printf(" %lld", (long long)got[k]);
+    printf(" (%s)\n", fnq_last_error());
+    CHECK(st == FNQ_STATUS_INVALID_ARG, "%s: status %s", label, fnq_status_string(st));
+    CHECK(n == n_want && got[0] == a && (n_want < 2 || got[1] == b),
+          "%s: %d atoms %lld %lld, expected %d: %lld %lld", label, n, (long long)got[0],
+          (long long)got[1], n_want, (long long)a, (long long)b);
+}
+
+/* Four atoms, atom 0 far from the others; every pair of the others within the cutoff. */
+static void check_error_atoms(struct fnq_ctx *ctx, int32_t si)
+{
+    double pos[12] = {30, 0, 0, 0, 0, 0, 2.3, 0, 0, 0, 2.3, 0};
+    int32_t sp[4] = {si, si, si, si};
+    int64_t recv[12], send[12], ne = 0;
+    for (int64_t i = 0; i < 4; i++)
+        for (int64_t j = 0; j < 4; j++)
+            if (i != j)
+                recv[ne] = i, send[ne++] = j;
+    double e;
+    CHECK_OK(fnq_ctx_compute_graph(ctx, 4, 4, pos, sp, ne, recv, send, NULL, NULL, &e, NULL,
+                                   NULL, NULL, NULL));
+    CHECK(fnq_last_error_atoms(NULL, 0) == 0, "atoms named after a success");
+
+    pos[3 * 3 + 0] = 2.25, pos[3 * 3 + 1] = 0.05; /* atom 3 onto atom 2 */
+    enum fnq_status st = fnq_ctx_compute_graph(ctx, 4, 4, pos, sp, ne, recv, send, NULL, NULL, &e,
+                                               NULL, NULL, NULL, NULL);
+    expect_atoms(st, "too close", 2, 2, 3);
+    int64_t first = -1;
+    CHECK(fnq_last_error_atoms(&first, 1) == 2 && first == 2, "cap 1: count 2, first atom 2");
+    pos[3 * 3 + 0] = 0, pos[3 * 3 + 1] = 2.3;
+
+    CHECK_OK(fnq_ctx_set_max_neighbors(ctx, 1)); /* atoms 1, 2 and 3 have 2 */
+    st = fnq_ctx_compute_graph(ctx, 4, 4, pos, sp, ne, recv, send, NULL, NULL, &e, NULL, NULL,
+                               NULL, NULL);
+    expect_atoms(st, "too many neighbours (caller's list)", 1, 1, -1);
+    st = fnq_ctx_compute_periodic(ctx, 4, pos, sp, NULL, NULL, &e, NULL, NULL, NULL);
+    expect_atoms(st, "too many neighbours (cell list)", 1, 1, -1);
+    CHECK_OK(fnq_ctx_set_max_neighbors(ctx, 1024));
+
+    pos[3 * 2 + 1] = NAN;
+    st = fnq_ctx_compute_periodic(ctx, 4, pos, sp, NULL, NULL, &e, NULL, NULL, NULL);
+    expect_atoms(st, "non-finite coordinate", 1, 2, -1);
+    pos[3 * 2 + 1] = 0;
+
+    sp[3] = 999;
+    st = fnq_ctx_compute_periodic(ctx, 4, pos, sp, NULL, NULL, &e, NULL, NULL, NULL);
+    expect_atoms(st, "bad species", 1, 3, -1);
+    sp[3] = si;
+
+    const int64_t owner[1] = {7}; /* ghost 4 (a copy of atom 3) with an owner out of range */
+    double pos5[15];
+    memcpy(pos5, pos, sizeof(pos)), memcpy(pos5 + 12, pos + 9, 3 * sizeof(double));
+    const int32_t sp5[5] = {si, si, si, si, si};
+    st = fnq_ctx_compute_graph(ctx, 4, 5, pos5, sp5, ne, recv, send, NULL, owner, &e, NULL,
+                               NULL, NULL, NULL);
+    expect_atoms(st, "bad ghost owner", 1, 4, -1);
+
+    CHECK_OK(fnq_ctx_compute_periodic(ctx, 4, pos, sp, NULL, NULL, &e, NULL, NULL, NULL));
+    CHECK(fnq_last_error_atoms(NULL, 0) == 0, "atoms still named after a success");
+}
+
 int main(void)
 {
     struct fnq_model *m = test_load_model("nequix-mp-1");
@@ -279,6 +350,7 @@ int main(void)
     check_collective_without_ghosts(ctx, &s2, fnq_model_cutoff(m));
     check_device_entry_refused(ctx, &s2);
     check_repeat(m, &s2);
+    check_error_atoms(ctx, test_species(m, "Si"));
     test_structure_free(&s1), test_structure_free(&s2);
     fnq_ctx_free(ctx);
     fnq_model_free(m);

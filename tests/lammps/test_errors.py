@@ -68,7 +68,7 @@ def main():
         # atom ID 9, 0.05 A from atom ID 1 (at the origin): the message names both by their IDs
         expect(c, tmp, "atoms too close",
                deck(style="device cpu", extra="create_atoms 1 single 0.05 0.0 0.0 units box\n"),
-               ["closer than", "atom ID 1", "atom ID 9"])
+               ["closer than", "rank-local atom 0 = atom ID 1", "rank-local atom 8 = atom ID 9"])
 
         # device cuda: an error without a GPU or without a CUDA build; runs where there is one
         rc, out = run_lammps(tmp, deck(style="device cuda"), check=False)
