@@ -1139,9 +1139,7 @@ static const struct fnq_backend_i backend_cuda = {"cuda",        cuda_init,
                                                   cuda_launch_counts, cuda_to_host,
                                                   cuda_check_inputs};
 
-extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(void) { return &backend_cuda; }
-
-extern "C" int fnq__cuda_device_count(void)
+static int32_t cuda_device_count(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -1149,4 +1147,13 @@ extern "C" int fnq__cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+/* registered by core/src/backend_registry.c in builds with the CUDA backend */
+#include "backend_cuda.h"
+
+extern "C" const struct fnq_backend_reg *fnq__backend_cuda_reg(void)
+{
+    static const struct fnq_backend_reg reg = {FNQ_DEVICE_CUDA, &backend_cuda, cuda_device_count};
+    return &reg;
 }

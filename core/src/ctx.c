@@ -28,15 +28,6 @@ struct fnq_ctx {
     size_t mirror_cap;
 };
 
-/* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
-__attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(void) { return NULL; }
-__attribute__((weak)) int fnq__cuda_device_count(void) { return 0; }
-
-int32_t fnq_cuda_device_count(void)
-{
-    return fnq__backend_cuda_get() ? (int32_t)fnq__cuda_device_count() : 0;
-}
-
 enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
                              int32_t device_id, enum fnq_dtype dtype, struct fnq_ctx **out)
 {
@@ -49,10 +40,12 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     if (dtype != FNQ_DTYPE_F32 && dtype != FNQ_DTYPE_F64 && dtype != FNQ_DTYPE_DEFAULT)
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
 
-    const struct fnq_backend_i *cuda = fnq__backend_cuda_get();
+    /* the backends this build has: backend_registry.c */
+    const struct fnq_backend_reg *cuda = fnq__backend_reg_by_device(FNQ_DEVICE_CUDA);
+    const struct fnq_backend_i *cpu = fnq__backend_reg_by_device(FNQ_DEVICE_CPU)->iface;
     const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
     if (automatic)
-        device = (cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
+        device = (cuda && cuda->device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
     if (device == FNQ_DEVICE_CUDA && !cuda)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "device 'cuda' requested but this build of libfusednequip has no CUDA "
@@ -66,7 +59,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     c->model = model;
     c->device = device;
     c->dtype = dtype;
-    c->backend = device == FNQ_DEVICE_CUDA ? cuda : &fnq__backend_cpu;
+    c->backend = device == FNQ_DEVICE_CUDA ? cuda->iface : cpu;
     c->limits.cutoff = model->cutoff;
     c->limits.min_distance = 0.1;
     c->limits.max_neighbors = 1024;
@@ -80,7 +73,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         fnq__clear_error();
         c->device = FNQ_DEVICE_CPU;
         c->dtype = default_dtype ? FNQ_DTYPE_F64 : dtype;
-        c->backend = &fnq__backend_cpu;
+        c->backend = cpu;
         st = c->backend->init(model, c->dtype, device_id, &c->state);
     }
     if (st != FNQ_STATUS_OK) {
