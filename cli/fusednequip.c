@@ -1,5 +1,6 @@
 /*
  * fusednequip.c: the command-line tool.
+ *   fusednequip info                       the library: version, backends, CUDA devices
  *   fusednequip info MODEL                 architecture, species, cutoff, parameter count
  *   fusednequip eval MODEL STRUCTURE.xyz   energy, per-atom energies, forces, stress, virial as
  *                                          JSON (one object per frame, one line each)
@@ -16,12 +17,13 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: fusednequip info MODEL\n"
+            "usage: fusednequip info [MODEL]\n"
             "       fusednequip eval [--dtype float32|float64] [--device auto|cpu|cuda]\n"
             "                        [--min-distance A] [--max-neighbors N] MODEL STRUCTURE.xyz\n"
             "\n"
             "MODEL is a file (.fnqm, .nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
             "(default %s).\n"
+            "info without MODEL describes the library: version, backends, CUDA devices.\n"
             "eval prints JSON: energy (eV), energies (eV per atom), forces (eV/A), stress\n"
             "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n",
             fnq_default_model_dir());
@@ -36,8 +38,23 @@ static int load(const char *name, struct fnq_model **m)
     return 0;
 }
 
+/* info without a model: what this build of the library has */
+static int cmd_info_library(void)
+{
+    printf("version: %s\n", fnq_version_string());
+    printf("backends:");
+    for (int32_t i = 0; i < fnq_backend_count(); i++)
+        printf(" %s", fnq_backend_name(i));
+    printf("\n");
+    printf("cuda devices: %d\n", (int)fnq_cuda_device_count());
+    printf("model directory: %s\n", fnq_default_model_dir());
+    return 0;
+}
+
 static int cmd_info(int argc, char **argv)
 {
+    if (argc == 0)
+        return cmd_info_library();
     if (argc != 1) {
         usage(stderr);
         return 1;

@@ -4,6 +4,7 @@
  * (creation, buffers), cuda_graph.cu (the graph, input checks), cuda_run.cu (the model) and
  * cuda_exchange.cu (ghost rows).
  */
+#include "backend_cuda.h"
 #include "cuda_state.cuh"
 
 using namespace fnqcu;
@@ -62,13 +63,7 @@ template <typename REAL> struct CudaTable {
 
 } // namespace
 
-/* The table of one precision (the core asks once, when it makes a context). */
-extern "C" const struct fnq_backend_i *fnq__backend_cuda_get(enum fnq_dtype dtype)
-{
-    return dtype == FNQ_DTYPE_F64 ? &CudaTable<double>::table : &CudaTable<float>::table;
-}
-
-extern "C" int fnq__cuda_device_count(void)
+static int32_t cuda_device_count(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -76,4 +71,12 @@ extern "C" int fnq__cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+/* registered by core/src/backend_registry.c in builds with the CUDA backend */
+extern "C" const struct fnq_backend_reg *fnq__backend_cuda_reg(void)
+{
+    static const struct fnq_backend_reg reg = {FNQ_DEVICE_CUDA, &CudaTable<float>::table,
+                                               &CudaTable<double>::table, cuda_device_count};
+    return &reg;
 }

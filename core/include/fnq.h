@@ -94,6 +94,12 @@ FNQ_API const char *fnq_dtype_name(enum fnq_dtype dtype);
 FNQ_API const char *fnq_device_name(enum fnq_device device);
 /* Number of CUDA devices this build can use (0 without the CUDA backend or without a GPU). */
 FNQ_API int32_t fnq_cuda_device_count(void);
+/* The backends compiled into this library, whether or not their device is present: "cpu"
+ * (always, index 0), then "cuda" in builds with the CUDA backend. fnq_backend_name returns the
+ * name of backend `index` (0..fnq_backend_count()-1, as fnq_device_name words the device), or
+ * NULL outside that range; the string is static. */
+FNQ_API int32_t fnq_backend_count(void);
+FNQ_API const char *fnq_backend_name(int32_t index);
 /* The message of the last failure in this thread ("" if none). Valid until the next call. */
 FNQ_API const char *fnq_last_error(void);
 /* Record `message` as this thread's last error and return `status`: for libraries built on

@@ -114,6 +114,32 @@ struct fnq_backend_i {
 
 extern const struct fnq_backend_i fnq__backend_cpu;
 
+/*
+ * The backend registry (backend_registry.c): one entry per backend compiled into this build, in
+ * a table fixed at compile time: the CPU always, then CUDA in builds with the CUDA backend
+ * (FNQ_HAVE_CUDA), whose entry comes from kernels/ (fnq__backend_cuda_reg, backend_cuda.h).
+ * ctx.c picks a context's backend here; nothing is looked up through weak symbols.
+ */
+struct fnq_backend_reg {
+    enum fnq_device device;              /* FNQ_DEVICE_CPU, FNQ_DEVICE_CUDA */
+    /* the function table for each precision (the same one where the backend switches itself);
+     * ->name: "cpu", "cuda" (= fnq_device_name) */
+    const struct fnq_backend_i *f32, *f64;
+    int32_t (*device_count)(void);       /* devices of this kind present now (the CPU: 1) */
+};
+/* The entry's table for `dtype` (float32 or float64). */
+static inline const struct fnq_backend_i *fnq__backend_reg_table(const struct fnq_backend_reg *r,
+                                                                 enum fnq_dtype dtype)
+{
+    return dtype == FNQ_DTYPE_F64 ? r->f64 : r->f32;
+}
+int32_t fnq__backend_reg_count(void);
+/* Entry `index` (0..count-1), or NULL. */
+const struct fnq_backend_reg *fnq__backend_reg_get(int32_t index);
+/* The entry for a device or a name ("cpu", "cuda"), or NULL when this build lacks it. */
+const struct fnq_backend_reg *fnq__backend_reg_by_device(enum fnq_device device);
+const struct fnq_backend_reg *fnq__backend_reg_by_name(const char *name);
+
 /* Shared by backends that work on the host: forces, virial and per-atom virial from the
  * gradient of the energy with respect to each edge vector. */
 void fnq__assemble_edge_gradients(const struct fnq_graph *g, const double *edge_grad,

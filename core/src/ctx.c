@@ -34,19 +34,6 @@ struct fnq_ctx {
     size_t mirror_cap;
 };
 
-/* The CUDA backend registers itself in CUDA builds (kernels/); NULL otherwise. */
-__attribute__((weak)) const struct fnq_backend_i *fnq__backend_cuda_get(enum fnq_dtype dtype)
-{
-    (void)dtype;
-    return NULL;
-}
-__attribute__((weak)) int fnq__cuda_device_count(void) { return 0; }
-
-int32_t fnq_cuda_device_count(void)
-{
-    return fnq__backend_cuda_get(FNQ_DTYPE_F32) ? (int32_t)fnq__cuda_device_count() : 0;
-}
-
 enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
                              int32_t device_id, enum fnq_dtype dtype, struct fnq_ctx **out)
 {
@@ -59,11 +46,13 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     if (dtype != FNQ_DTYPE_F32 && dtype != FNQ_DTYPE_F64 && dtype != FNQ_DTYPE_DEFAULT)
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
 
-    const int have_cuda = fnq__backend_cuda_get(FNQ_DTYPE_F32) != NULL;
+    /* the backends this build has: backend_registry.c */
+    const struct fnq_backend_reg *cuda = fnq__backend_reg_by_device(FNQ_DEVICE_CUDA);
+    const struct fnq_backend_reg *cpu = fnq__backend_reg_by_device(FNQ_DEVICE_CPU);
     const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
     if (automatic)
-        device = (have_cuda && fnq__cuda_device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
-    if (device == FNQ_DEVICE_CUDA && !have_cuda)
+        device = (cuda && cuda->device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
+    if (device == FNQ_DEVICE_CUDA && !cuda)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "device 'cuda' requested but this build of libfusednequip has no CUDA "
                          "backend (rebuild with -DFNQ_ENABLE_CUDA=ON), or use device 'cpu'");
@@ -76,7 +65,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     c->model = model;
     c->device = device;
     c->dtype = dtype;
-    c->backend = device == FNQ_DEVICE_CUDA ? fnq__backend_cuda_get(dtype) : &fnq__backend_cpu;
+    c->backend = fnq__backend_reg_table(device == FNQ_DEVICE_CUDA ? cuda : cpu, dtype);
     c->limits.cutoff = model->cutoff;
     c->limits.min_distance = 0.1;
     c->limits.max_neighbors = 1024;
@@ -91,7 +80,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         fnq__clear_error();
         c->device = FNQ_DEVICE_CPU;
         c->dtype = default_dtype ? FNQ_DTYPE_F64 : dtype;
-        c->backend = &fnq__backend_cpu;
+        c->backend = fnq__backend_reg_table(cpu, c->dtype);
         st = c->backend->init(model, c->dtype, device_id, &c->options, &c->state);
     }
     if (st != FNQ_STATUS_OK) {
