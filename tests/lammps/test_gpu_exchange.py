@@ -11,13 +11,19 @@ against one rank (whose ghosts the library folds itself, no exchange):
     ranks for nodes of their own; correct and slow, a harness and no timing): 2 and 3 ranks,
     10 MD steps, so that the exchange runs inside the recorded CUDA graph, against 1 rank.
 The log must name the exchange chosen. Exits 77 (skipped) without CUDA, a GPU or mpi/.
+
+With --multigpu (label multigpu): one GPU per rank, comm nccl without the harness, 2 ranks
+(and 4 where there are 4 GPUs) against 1 rank: the same bars, brick and tiled, a box smaller
+than the ghost cutoff, forces bitwise identical over 3 runs; skipped with fewer than 2 GPUs.
 """
+import re
+import subprocess
 import os
 import stat
 import sys
 import tempfile
 
-from lmputil import (Checker, flat, gpu_available, max_abs, model_dir, read_dump, rel_diff,
+from lmputil import (Checker, cli, flat, gpu_available, max_abs, model_dir, read_dump, rel_diff,
                      run_lammps, setup_lines, single_point, thermo_rows, write_data)
 from cliutil import SKIP  # noqa: E402
 from structures import diamond_si, rattled, to_lammps_frame
@@ -98,10 +104,56 @@ def harness(tmp):
     return path
 
 
+def gpu_count():
+    out = subprocess.run([cli(), "info"], capture_output=True, text=True).stdout
+    m = re.search(r"cuda devices: (\d+)", out)
+    return int(m.group(1)) if m else 0
+
+
+def multigpu():
+    """one GPU per rank through NCCL, no harness"""
+    n = gpu_count()
+    if n < 2:
+        print(f"SKIP: {n} GPU(s): the multigpu checks need one GPU per rank, 2 or more")
+        sys.exit(SKIP)
+    c = Checker(f"LAMMPS GPU ghost exchange, nccl, one GPU per rank ({n} GPUs)")
+    si512 = rattled(diamond_si(4), 0.05, 11)
+    si8 = rattled(to_lammps_frame(diamond_si(1))[0], 0.05, 3)
+    vol = lambda s: s["cell"][0][0] * s["cell"][1][1] * s["cell"][2][2]
+    ranks = [r for r in (2, 4) if r <= n]
+    for label, s, styles in [("Si 512", si512, ["brick", "tiled"]), ("Si 8-atom", si8, ["brick"])]:
+        for dtype in ("float64", "float32"):
+            style = f"dtype {dtype} device cuda"
+            with tempfile.TemporaryDirectory() as tmp:
+                ref = single_point(tmp, s, ["Si"], style_args=style)
+            for nprocs in ranks:
+                for comm in styles:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        got = single_point(tmp, s, ["Si"], nprocs=nprocs, comm=comm,
+                                           style_args=style + " comm nccl")
+                    tag = f"{label} {dtype}, nccl, {nprocs} ranks {comm}"
+                    exchange_named(c, tag, got["output"], "nccl")
+                    compare(c, tag, got, ref, dtype, vol(s))
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = md(tmp, si512, "dtype float32 device cuda", 1)
+    runs = []
+    for rep in range(3):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs.append(md(tmp, si512, "dtype float32 device cuda comm nccl", 2))
+    compare(c, f"Si 512 float32 MD {MD_STEPS} steps, nccl, 2 ranks", runs[0], ref, "float32", 1.0)
+    same = all(r["forces"] == runs[0]["forces"] for r in runs[1:])
+    print(f"nccl, 2 ranks, 3 MD runs: forces bitwise identical: {same}")
+    c.check(same, "nccl exchange: forces differ between repeated runs")
+    c.finish()
+
+
 def main():
     model_dir()
     if not gpu_available():
         sys.exit(SKIP)
+    if "--multigpu" in sys.argv:
+        os.environ["NCCL_NVLS_ENABLE"] = "0"
+        return multigpu()
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     c = Checker("LAMMPS GPU ghost exchange (mpi/) on one GPU")
     si512 = rattled(diamond_si(4), 0.05, 11)
