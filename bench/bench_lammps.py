@@ -8,7 +8,7 @@ time" (the run without its set-up).
                         [--configs 1x1,1x2,2x1]     (ranks x OpenMP threads per rank)
                         [--device cpu|cuda] [--dtype float64|float32] [--cells 4,10,20]
                         [--plugin build/pair_style/fusednequipplugin.so]
-                        [--comm auto,staged,host,nccl] [--nccl-hostid]
+                        [--comm auto,ipc,staged,host,nccl] [--nccl-hostid]
 --plugin: an lmp with the PLUGIN package (not lmp_fusednequip) loads the style first.
 --comm: the pair style's ghost exchange, one run each (several ranks); --nccl-hostid gives each
 rank its own NCCL_HOSTID, so that NCCL runs ranks sharing one GPU (a correctness harness

@@ -40,7 +40,10 @@ enum fnq_halo_transport {
     FNQ_HALO_STAGED = 0,
     /* ncclSend/ncclRecv between the GPUs on the context's stream, recorded in its CUDA graph:
      * one GPU per rank (NCCL refuses two ranks on one GPU) */
-    FNQ_HALO_NCCL = 1
+    FNQ_HALO_NCCL = 1,
+    /* each rank copies its rows straight into its peers' GPU buffers (CUDA IPC): ranks of one
+     * node, also several on one GPU; waits on the host twice per exchange */
+    FNQ_HALO_IPC = 2
 };
 
 struct fnq_halo; /* opaque: one rank's routing, buffers and transport */

@@ -16,6 +16,7 @@ const char *fnq_halo_transport_name(enum fnq_halo_transport transport)
     switch (transport) {
     case FNQ_HALO_STAGED: return "staged";
     case FNQ_HALO_NCCL: return "nccl";
+    case FNQ_HALO_IPC: return "ipc";
     }
     return "unknown";
 }
@@ -90,7 +91,7 @@ enum fnq_status fnq_halo_init(MPI_Comm comm, enum fnq_halo_transport transport,
                               int32_t device_id, struct fnq_halo **out)
 {
     *out = NULL;
-    if (transport != FNQ_HALO_STAGED && transport != FNQ_HALO_NCCL)
+    if (transport != FNQ_HALO_STAGED && transport != FNQ_HALO_NCCL && transport != FNQ_HALO_IPC)
         return halo_fail(FNQ_STATUS_INVALID_ARG, "ghost exchange: unknown transport %d",
                          (int)transport);
     if (transport == FNQ_HALO_NCCL && !fnq_halo_has_nccl())
@@ -117,7 +118,9 @@ enum fnq_status fnq_halo_init(MPI_Comm comm, enum fnq_halo_transport transport,
     MPI_Comm_rank(comm, &h->rank);
     MPI_Comm_size(comm, &h->n_ranks);
     h->device = device_id;
-    h->transport = transport == FNQ_HALO_NCCL ? &halo_transport_nccl : &halo_transport_staged;
+    h->transport = transport == FNQ_HALO_NCCL  ? &halo_transport_nccl
+                   : transport == FNQ_HALO_IPC ? &halo_transport_ipc
+                                               : &halo_transport_staged;
     h->version = 1;
     enum fnq_status st = cudaSetDevice(device_id) == cudaSuccess
                              ? FNQ_STATUS_OK
@@ -149,7 +152,9 @@ void fnq_halo_free(struct fnq_halo *h)
 
 enum fnq_halo_transport fnq_halo_transport_of(const struct fnq_halo *h)
 {
-    return h->transport == &halo_transport_nccl ? FNQ_HALO_NCCL : FNQ_HALO_STAGED;
+    return h->transport == &halo_transport_nccl  ? FNQ_HALO_NCCL
+           : h->transport == &halo_transport_ipc ? FNQ_HALO_IPC
+                                                 : FNQ_HALO_STAGED;
 }
 
 /* each peer learns which of its rows this rank's ghosts image (the plan's requests) */
@@ -227,6 +232,8 @@ enum fnq_status fnq_halo_set_routing(struct fnq_halo *h, int64_t n_local, int64_
     if (st == FNQ_STATUS_OK)
         st = host_buffers(h, row_bytes);
     HALO_CHECK(agree(h->comm, st, "the ghost exchange's buffers"));
+    if (h->transport->routed)
+        HALO_CHECK(agree(h->comm, h->transport->routed(h), "the ghost exchange's peers"));
     /* what a recorded exchange enqueued (counts, peers, addresses) is stale now; NCCL wants
      * one eager exchange before it is recorded again */
     h->version++;

@@ -22,12 +22,15 @@ struct halo_transport_i {
     int recordable; /* only stream work that a CUDA graph can record */
     enum fnq_status (*init)(struct fnq_halo *h);
     void (*free)(struct fnq_halo *h);
+    /* (optional) after each routing, collective: the buffers and lists may have changed */
+    enum fnq_status (*routed)(struct fnq_halo *h);
     enum fnq_status (*move)(struct fnq_halo *h, const void *src, const int64_t *src_start,
                             void *dst, const int64_t *dst_start, size_t row_bytes,
                             cudaStream_t stream);
 };
 extern const struct halo_transport_i halo_transport_staged;
 extern const struct halo_transport_i halo_transport_nccl; /* NULL members without NCCL */
+extern const struct halo_transport_i halo_transport_ipc;
 
 /* The plan's lists on the device, and the message buffers (halo_device.cu). */
 struct halo_device {

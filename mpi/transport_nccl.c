@@ -66,7 +66,7 @@ static enum fnq_status nccl_move(struct fnq_halo *h, const void *src, const int6
     return FNQ_STATUS_OK;
 }
 
-const struct halo_transport_i halo_transport_nccl = {"nccl", 1, nccl_init, nccl_free, nccl_move};
+const struct halo_transport_i halo_transport_nccl = {"nccl", 1, nccl_init, nccl_free, NULL, nccl_move};
 #else
-const struct halo_transport_i halo_transport_nccl = {"nccl", 1, NULL, NULL, NULL};
+const struct halo_transport_i halo_transport_nccl = {"nccl", 1, NULL, NULL, NULL, NULL};
 #endif

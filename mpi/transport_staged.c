@@ -71,4 +71,4 @@ static enum fnq_status staged_move(struct fnq_halo *h, const void *src, const in
     return FNQ_STATUS_OK;
 }
 
-const struct halo_transport_i halo_transport_staged = {"staged", 0, NULL, NULL, staged_move};
+const struct halo_transport_i halo_transport_staged = {"staged", 0, NULL, NULL, NULL, staged_move};

@@ -3,7 +3,7 @@
 
    Input:  units metal / newton on (the default)
            pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda|cuda:N]
-                                  [comm auto|nccl|staged|host]
+                                  [comm auto|nccl|ipc|staged|host]
            pair_coeff * * <model.nqx or model name> <element of type 1> <element of type 2> ...
 ------------------------------------------------------------------------- */
 
@@ -47,13 +47,13 @@ struct FusedNequipImpl {
   enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
   enum fnq_device device = FNQ_DEVICE_AUTO;
   int device_index = -1;    // cuda:N; -1: by node-local rank
-  std::string comm_choice = "auto";    // auto, nccl, staged, host
+  std::string comm_choice = "auto";    // auto, nccl, ipc, staged, host
   bool context_stale = true;
 
   // several ranks on GPUs: our own ghost exchange on the GPU (mpi/), routed once per
   // neighbour-list rebuild from each ghost's owner (rank, index there)
   struct fnq_halo *halo = nullptr;
-  std::string exchange = "none";    // what runs: none (one rank), host, staged, nccl
+  std::string exchange = "none";    // what runs: none (one rank), host, staged, ipc, nccl
   bool routed = false;
   bool pairs_sent = false;    // the context holds this list's pairs: steps repeat them
   std::vector<double> owner_rows;    // [nall][2]: (rank, index) moved by LAMMPS' forward comm
@@ -422,7 +422,7 @@ void PairFusedNequip::allocate()
 
 /* ----------------------------------------------------------------------
    pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda|cuda:N]
-                          [comm auto|nccl|staged|host]
+                          [comm auto|nccl|ipc|staged|host]
 ------------------------------------------------------------------------- */
 
 void PairFusedNequip::settings(int narg, char **arg)
@@ -443,7 +443,7 @@ void PairFusedNequip::settings(int narg, char **arg)
       error->all(FLERR,
                  "Unknown pair_style fusednequip keyword '" + key +
                      "' (known: dtype float64|float32, device auto|cpu|cuda|cuda:N, comm "
-                     "auto|nccl|staged|host)");
+                     "auto|nccl|ipc|staged|host)");
     if (iarg + 1 >= narg)
       error->all(FLERR, "Pair style fusednequip: keyword '" + key + "' needs a value");
     const std::string value = arg[iarg + 1];
@@ -462,13 +462,14 @@ void PairFusedNequip::settings(int narg, char **arg)
       impl->device = FNQ_DEVICE_CUDA;
       impl->device_index = std::stoi(value.substr(5));
     } else if (key == "comm" &&
-               (value == "auto" || value == "nccl" || value == "staged" || value == "host"))
+               (value == "auto" || value == "nccl" || value == "ipc" || value == "staged" ||
+                value == "host"))
       impl->comm_choice = value;
     else
       error->all(FLERR, "Pair style fusednequip: " + key + " '" + value + "' is not one of " +
                             (key == "dtype"    ? "float64, float32"
                              : key == "device" ? "auto, cpu, cuda, cuda:N"
-                                               : "auto, nccl, staged, host"));
+                                               : "auto, nccl, ipc, staged, host"));
   }
   impl->context_stale = true;
 }
@@ -609,6 +610,7 @@ void PairFusedNequip::make_context()
      none    one rank: the library folds ghosts onto their owners (owner map, in compute)
      host    LAMMPS' communication of host rows (the CPU; `comm host` on the GPU)
      staged  our exchange on the GPU, through pinned host memory and MPI (mpi/)
+     ipc     our exchange GPU memory to GPU memory by CUDA IPC: ranks of one node (mpi/)
      nccl    our exchange GPU to GPU through NCCL, recorded in the CUDA graph (mpi/)
 ------------------------------------------------------------------------- */
 
@@ -622,7 +624,7 @@ std::string PairFusedNequip::choose_exchange(int device_id)
     d.exchange = "none";
     return "one rank";
   }
-  if (!gpu && (want == "nccl" || want == "staged"))
+  if (!gpu && (want == "nccl" || want == "ipc" || want == "staged"))
     error->all(FLERR, "Pair fusednequip: comm " + want +
                           " moves ghost rows between GPUs, but the model runs on the CPU; use "
                           "device cuda, or comm host");
@@ -645,23 +647,22 @@ std::string PairFusedNequip::choose_exchange(int device_id)
     if (want == "nccl" && !fnq_halo_has_nccl())
       error->all(FLERR, "Pair fusednequip: comm nccl: this build has no NCCL (CMake found "
                         "none); use comm staged");
-    if (want == "nccl") {
-      d.exchange = "nccl";
-      why = "asked for (comm nccl)";
-    } else if (want == "staged") {
-      d.exchange = "staged";
-      why = "asked for (comm staged)";
+    if (want != "auto") {
+      d.exchange = want;
+      why = "asked for (comm " + want + ")";
+    } else if (shared) {
+      d.exchange = "ipc";
+      why = "auto: " + pair + " share a GPU, which NCCL refuses; CUDA IPC between them";
     } else if (!fnq_halo_has_nccl()) {
       d.exchange = "staged";
       why = "auto: this build has no NCCL";
-    } else if (shared) {
-      d.exchange = "staged";
-      why = "auto: " + pair + " share a GPU, which NCCL refuses";
     } else {
       d.exchange = "nccl";
       why = "auto: every rank has a GPU of its own";
     }
-    const enum fnq_halo_transport t = d.exchange == "nccl" ? FNQ_HALO_NCCL : FNQ_HALO_STAGED;
+    const enum fnq_halo_transport t = d.exchange == "nccl"  ? FNQ_HALO_NCCL
+                                      : d.exchange == "ipc" ? FNQ_HALO_IPC
+                                                            : FNQ_HALO_STAGED;
     const enum fnq_status init = fnq_halo_init(world, t, device_id, &d.halo);
     fail_unless_all(init == FNQ_STATUS_OK,
                     std::string("Pair fusednequip: ghost exchange '") + d.exchange +
@@ -674,7 +675,7 @@ std::string PairFusedNequip::choose_exchange(int device_id)
   }
 #else
   else {
-    if (want == "nccl" || want == "staged")
+    if (want == "nccl" || want == "ipc" || want == "staged")
       error->all(FLERR, "Pair fusednequip: comm " + want +
                             " needs the GPU exchange (mpi/), which this build does not have "
                             "(no CUDA or no MPI at configure time); use comm host");

@@ -1,6 +1,8 @@
 """The GPU ghost exchange of mpi/ (pair_style fusednequip ... comm staged|nccl) on one GPU,
 against one rank (whose ghosts the library folds itself, no exchange):
 
+  comm ipc (the auto choice on a shared GPU): 2 and 4 ranks (brick, tiled; MD of a box
+    smaller than the ghost cutoff) with the same bars;
   comm staged, 2 and 4 ranks sharing the GPU: float64 energy, per-atom energies, forces and
     virial within 1e-10 relative, float32 within the GPU bars (energy 1e-6 relative, forces
     1e-4 eV/A, stress 1e-6 eV/A^3); brick and tiled; a box smaller than the ghost cutoff (an
@@ -168,7 +170,7 @@ def main():
         print("SKIP: this build has no GPU exchange (mpi/): " +
               [l for l in probe["output"].splitlines() if "ghost exchange '" in l][0])
         sys.exit(SKIP)
-    exchange_named(c, "2 ranks on one GPU, comm auto", probe["output"], "staged")
+    exchange_named(c, "2 ranks on one GPU, comm auto", probe["output"], "ipc")
 
     cases = [("Si 512", si512, [(2, "brick"), (4, "brick"), (4, "tiled")]),
              ("Si 8-atom (box < ghost cutoff)", si8, [(2, "brick"), (4, "brick")])]
@@ -186,6 +188,24 @@ def main():
                 tag = f"{label} {dtype}, staged, {nprocs} ranks {comm}"
                 exchange_named(c, tag, got["output"], "staged")
                 compare(c, tag, got, ref, dtype, vol(s))
+    # CUDA IPC between ranks on the one GPU (the auto choice there): the same bars
+    for dtype in ("float64", "float32"):
+        style = f"dtype {dtype} device cuda"
+        with tempfile.TemporaryDirectory() as tmp:
+            ref = single_point(tmp, si512, ["Si"], style_args=style)
+        for nprocs, comm in [(2, "brick"), (4, "tiled")]:
+            with tempfile.TemporaryDirectory() as tmp:
+                got = single_point(tmp, si512, ["Si"], nprocs=nprocs, comm=comm,
+                                   style_args=style + " comm ipc")
+            tag = f"Si 512 {dtype}, ipc, {nprocs} ranks {comm}"
+            exchange_named(c, tag, got["output"], "ipc")
+            compare(c, tag, got, ref, dtype, vol(si512))
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = md(tmp, si8, "dtype float64 device cuda", 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        got = md(tmp, si8, "dtype float64 device cuda comm ipc", 4)
+    compare(c, f"Si 8-atom float64 MD {MD_STEPS} steps, ipc, 4 ranks", got, ref, "float64", 1.0)
+
     # ranks that own no atoms (4 slabs along z, 2 of them vacuum), atoms moving between ranks
     with tempfile.TemporaryDirectory() as tmp:
         ref = md(tmp, slab, "dtype float64 device cuda", 1)
