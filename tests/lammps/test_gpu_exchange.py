@@ -96,6 +96,25 @@ run {MD_STEPS}
             "output": out}
 
 
+def against_one_rank(c, label, s, runs, exchange, dtypes=("float64", "float32")):
+    """single points of `s` on (ranks, comm_style) `runs` with `comm exchange` against 1 rank;
+    float32 skips comm_style tiled (its bars are checked on brick)"""
+    vol = s["cell"][0][0] * s["cell"][1][1] * s["cell"][2][2]
+    for dtype in dtypes:
+        style = f"dtype {dtype} device cuda"
+        with tempfile.TemporaryDirectory() as tmp:
+            ref = single_point(tmp, s, ["Si"], style_args=style)
+        for nprocs, comm in runs:
+            if dtype == "float32" and comm == "tiled":
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                got = single_point(tmp, s, ["Si"], nprocs=nprocs, comm=comm,
+                                   style_args=f"{style} comm {exchange}")
+            tag = f"{label} {dtype}, {exchange}, {nprocs} ranks {comm}"
+            exchange_named(c, tag, got["output"], exchange)
+            compare(c, tag, got, ref, dtype, vol)
+
+
 def harness(tmp):
     """FNQ_LMP wrapped so that each rank gets its own NCCL_HOSTID"""
     path = os.path.join(tmp, "lmp-hostid.sh")
@@ -121,21 +140,10 @@ def multigpu():
     c = Checker(f"LAMMPS GPU ghost exchange, nccl, one GPU per rank ({n} GPUs)")
     si512 = rattled(diamond_si(4), 0.05, 11)
     si8 = rattled(to_lammps_frame(diamond_si(1))[0], 0.05, 3)
-    vol = lambda s: s["cell"][0][0] * s["cell"][1][1] * s["cell"][2][2]
     ranks = [r for r in (2, 4) if r <= n]
-    for label, s, styles in [("Si 512", si512, ["brick", "tiled"]), ("Si 8-atom", si8, ["brick"])]:
-        for dtype in ("float64", "float32"):
-            style = f"dtype {dtype} device cuda"
-            with tempfile.TemporaryDirectory() as tmp:
-                ref = single_point(tmp, s, ["Si"], style_args=style)
-            for nprocs in ranks:
-                for comm in styles:
-                    with tempfile.TemporaryDirectory() as tmp:
-                        got = single_point(tmp, s, ["Si"], nprocs=nprocs, comm=comm,
-                                           style_args=style + " comm nccl")
-                    tag = f"{label} {dtype}, nccl, {nprocs} ranks {comm}"
-                    exchange_named(c, tag, got["output"], "nccl")
-                    compare(c, tag, got, ref, dtype, vol(s))
+    against_one_rank(c, "Si 512", si512, [(r, st) for r in ranks for st in ("brick", "tiled")],
+                     "nccl")
+    against_one_rank(c, "Si 8-atom", si8, [(r, "brick") for r in ranks], "nccl")
     with tempfile.TemporaryDirectory() as tmp:
         ref = md(tmp, si512, "dtype float32 device cuda", 1)
     runs = []
@@ -161,7 +169,6 @@ def main():
     si512 = rattled(diamond_si(4), 0.05, 11)
     si8 = rattled(to_lammps_frame(diamond_si(1))[0], 0.05, 3)
     slab = slab_with_vacuum()
-    vol = lambda s: s["cell"][0][0] * s["cell"][1][1] * s["cell"][2][2]
 
     with tempfile.TemporaryDirectory() as tmp:    # is mpi/ in this build?
         probe = single_point(tmp, si8, ["Si"], nprocs=2,
@@ -172,34 +179,12 @@ def main():
         sys.exit(SKIP)
     exchange_named(c, "2 ranks on one GPU, comm auto", probe["output"], "ipc")
 
-    cases = [("Si 512", si512, [(2, "brick"), (4, "brick"), (4, "tiled")]),
-             ("Si 8-atom (box < ghost cutoff)", si8, [(2, "brick"), (4, "brick")])]
-    for label, s, runs in cases:
-        for dtype in ("float64", "float32"):
-            style = f"dtype {dtype} device cuda"
-            with tempfile.TemporaryDirectory() as tmp:
-                ref = single_point(tmp, s, ["Si"], style_args=style)
-            for nprocs, comm in runs:
-                if dtype == "float32" and comm == "tiled":
-                    continue
-                with tempfile.TemporaryDirectory() as tmp:
-                    got = single_point(tmp, s, ["Si"], nprocs=nprocs, comm=comm,
-                                       style_args=style + " comm staged")
-                tag = f"{label} {dtype}, staged, {nprocs} ranks {comm}"
-                exchange_named(c, tag, got["output"], "staged")
-                compare(c, tag, got, ref, dtype, vol(s))
+    against_one_rank(c, "Si 512", si512, [(2, "brick"), (4, "brick"), (4, "tiled")], "staged")
+    against_one_rank(c, "Si 8-atom (box < ghost cutoff)", si8, [(2, "brick"), (4, "brick")],
+                     "staged")
     # CUDA IPC between ranks on the one GPU (the auto choice there): the same bars
-    for dtype in ("float64", "float32"):
-        style = f"dtype {dtype} device cuda"
-        with tempfile.TemporaryDirectory() as tmp:
-            ref = single_point(tmp, si512, ["Si"], style_args=style)
-        for nprocs, comm in [(2, "brick"), (4, "tiled")]:
-            with tempfile.TemporaryDirectory() as tmp:
-                got = single_point(tmp, si512, ["Si"], nprocs=nprocs, comm=comm,
-                                   style_args=style + " comm ipc")
-            tag = f"Si 512 {dtype}, ipc, {nprocs} ranks {comm}"
-            exchange_named(c, tag, got["output"], "ipc")
-            compare(c, tag, got, ref, dtype, vol(si512))
+    against_one_rank(c, "Si 512", si512, [(2, "brick"), (4, "tiled")], "ipc", ("float64",))
+    against_one_rank(c, "Si 512", si512, [(2, "brick"), (4, "brick")], "ipc", ("float32",))
     with tempfile.TemporaryDirectory() as tmp:
         ref = md(tmp, si8, "dtype float64 device cuda", 1)
     with tempfile.TemporaryDirectory() as tmp:
