@@ -29,6 +29,13 @@ static void cross(const double *a, const double *b, double *c)
     c[2] = a[0] * b[1] - a[1] * b[0];
 }
 
+/* Limits of what the cell grid can represent exactly enough: a cell vector longer than this
+ * (metres or an "infinite" box given as a cell) overflows the grid's arithmetic; an atom
+ * farther outside a periodic cell than this many cell lengths has lost, in double precision,
+ * the digits that wrapping it back needs (1e6 lengths: ~2e-10 of a length is left). */
+enum { kMaxCellLength = 100000000 }; /* A */
+#define MAX_CELLS_OUTSIDE 1e6
+
 static double norm3(const double *a) { return sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]); }
 
 /* The cell used for binning: the caller's rows where given; missing rows of non-periodic axes
@@ -55,6 +62,11 @@ static enum fnq_status make_cell(const double *cell, const int32_t *pbc, struct 
         if (gr->view.periodic[a] && len[a] < 1e-9)
             return fnq__fail(FNQ_STATUS_INVALID_ARG,
                              "axis %d is periodic but its cell vector is zero", a);
+        if (len[a] > kMaxCellLength)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                             "cell vector %d is %g A long; cells up to %g A are supported (the "
+                             "models work in Angstrom; a non-periodic axis needs no cell vector)",
+                             a, len[a], (double)kMaxCellLength);
     }
     static const double unit[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     for (int a = 0; a < 3; a++) {
@@ -107,6 +119,13 @@ static enum fnq_status make_bins(int64_t n, const double *pos, double rc, struct
             for (int k = 0; k < 3; k++)
                 s += pos[3 * i + k] * gr->inv[k][a];
             double w = 0.0;
+            if (gr->view.periodic[a] && !(fabs(s) <= MAX_CELLS_OUTSIDE))
+                return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                                       "atom %lld lies %g cell lengths outside the cell along "
+                                       "lattice vector %d; beyond %g its position has lost the "
+                                       "precision wrapping it back needs (wrap it into the cell, "
+                                       "or check the units)",
+                                       (long long)i, fabs(s), a, MAX_CELLS_OUTSIDE);
             if (gr->view.periodic[a]) {
                 w = floor(s);
                 s -= w;

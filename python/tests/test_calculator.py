@@ -161,6 +161,13 @@ def test_bad_structures(mp1):
     with pytest.raises(StructureError, match="atoms 0 and 1 are .* closer than") as err:
         atoms.get_forces()
     assert err.value.atoms == (0, 1)  # receiver, sender
+    # an atom so far outside the cell that wrapping it back has no digits left: refused, named
+    atoms = bulk("Si", "diamond", a=5.43)
+    atoms.positions[1, 0] = 1e200
+    atoms.calc = calc
+    with pytest.raises(StructureError, match="atom 1 lies .* cell lengths outside") as err:
+        atoms.get_potential_energy()
+    assert err.value.atoms == (1,)
 
 
 def test_structure_error_names_the_atom_with_too_many_neighbours(mp1):

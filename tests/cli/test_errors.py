@@ -67,6 +67,15 @@ def main():
         p = os.path.join(tmp, "nan.xyz")
         write_xyz(p, ["Si", "Si"], [[0, 0, 0], [1.3575, float("nan"), 1.3575]], CELL)
         expect(c, "NaN coordinate", ["eval", model, p], 2, "atom 1", "non-finite")
+        p = os.path.join(tmp, "far.xyz")  # far outside the cell: no digits left to wrap
+        write_xyz(p, ["Si", "Si"], [[0, 0, 0], [1e200, 1.3575, 1.3575]], CELL)
+        expect(c, "atom far outside the periodic cell", ["eval", model, p], 2, "atom 1",
+               "cell lengths outside")
+        p = os.path.join(tmp, "huge.xyz")  # a cell of 1e300 A: the grid's arithmetic overflows
+        write_xyz(p, ["Si", "Si"], [[0, 0, 0], [1.3575, 1.3575, 1.3575]],
+                  [[x * 1e300 for x in row] for row in CELL])
+        expect(c, "cell vectors of 1e300 A", ["eval", model, p], 2, "cell vector 0",
+               "cells up to")
         p = os.path.join(tmp, "close.xyz")
         write_xyz(p, ["Si", "Si"], [[0, 0, 0], [0.01, 0.02, 0.0]], CELL)
         expect(c, "atoms too close", ["eval", model, p], 2, "atoms 0 and 1", "closer than")
