@@ -284,9 +284,13 @@ __device__ void norm_rho(const Layer<REAL> &L, int nb, const REAL *y, int sy, RE
                 part[a] += (double)y[a * sy + o] * (double)y[a * sy + o] * w;
     }
     block_sums<NB>(part, red);
+    /* every thread has the sums; one writes rho, and the barrier orders that write before the
+     * block's reads (norm_apply) */
+    if (threadIdx.x == 0)
 #pragma unroll
-    for (int a = 0; a < NB; a++)
-        rho[a] = REAL(1.0 / sqrt(part[a] + L.norm_eps));
+        for (int a = 0; a < NB; a++)
+            rho[a] = REAL(1.0 / sqrt(part[a] + L.norm_eps));
+    __syncthreads();
 }
 
 template <typename REAL, int NB>
