@@ -215,19 +215,32 @@ enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
     if (can_record) {
         const int64_t key[5] = {nl, na, ne, s->epoch, (int64_t)version};
         if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
-            if (s->graph) {
-                cudaGraphExecDestroy(s->graph);
-                s->graph = nullptr;
-            }
             cudaGraph_t g;
             FNQ_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
             enum fnq_status st = enqueue_model<REAL>(s, nl, na, ne, x);
             cudaError_t end = cudaStreamEndCapture(s->stream, &g);
             FNQ_CHECK(st);
             FNQ_CUDA_CHECK(end);
-            cudaError_t inst = cudaGraphInstantiate(&s->graph, g, 0);
-            cudaGraphDestroy(g);
-            FNQ_CUDA_CHECK(inst);
+            /* In MD the edge count changes nearly every step, the rest seldom: the recorded
+             * graph takes the new launch sizes in place (no new instantiation), unless the
+             * exchange recorded a communicator's work, whose resources belong to the graph
+             * they were recorded in. */
+            cudaGraphExecUpdateResultInfo info;
+            const bool updated = s->graph && version == 0 && s->graph_key[4] == 0 &&
+                                 cudaGraphExecUpdate(s->graph, g, &info) == cudaSuccess;
+            if (!updated) {
+                cudaGetLastError(); /* a refused update is not an error */
+                if (s->graph)
+                    cudaGraphExecDestroy(s->graph);
+                s->graph = nullptr;
+                const cudaError_t inst = cudaGraphInstantiate(&s->graph, g, 0);
+                cudaGraphDestroy(g);
+                FNQ_CUDA_CHECK(inst);
+                s->graphs_instantiated++;
+            } else {
+                cudaGraphDestroy(g);
+                s->graphs_updated++;
+            }
             memcpy(s->graph_key, key, sizeof(key));
         }
         FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));

@@ -13,8 +13,14 @@
  * single-domain fnq_ctx_compute_periodic: energy, per-atom energies, forces (ghost force rows
  * added to their owners) and virial within 1e-12 relative in float64, 1e-5 in float32, and
  * bitwise equal over two runs. Run with OMP_NUM_THREADS=1 (the threads are the domains).
+ * With `--device cuda` (label gpu) the model checks run on the GPU against the GPU's single
+ * domain: the rows are the device rows of fnq_ctx_set_device_comm, copied to the host for the
+ * in-memory transport and back (exit 77 without a GPU).
  */
 #include <pthread.h>
+#ifdef FNQ_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "fnq_test.h"
 #include "halo_plan.h"
@@ -282,6 +288,37 @@ static int comm_reverse(void *user, void *rows, int32_t width, enum fnq_dtype dt
     return fnq_halo_sum_reverse(&R->plan, recv, width, dtype, rows) != FNQ_STATUS_OK;
 }
 
+#ifdef FNQ_TEST_CUDA
+/* The device comm: the stream's work so far done, the rows of all atoms to the host, the host
+ * exchange, and back. What is checked is the core's device entry (rows on the GPU, on its
+ * stream); mpi/'s kernels and transports have their own tests under LAMMPS. */
+static int device_rows(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream,
+                       int (*host_exchange)(void *, void *, int32_t, enum fnq_dtype))
+{
+    struct run *R = user;
+    const size_t bytes = (size_t)R->D->n_all * (size_t)width * (size_t)fnq_halo_value_bytes(dtype);
+    void *host = malloc(bytes + 1);
+    int rc = cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess ||
+             cudaMemcpy(host, rows, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+    rc = rc || host_exchange(user, host, width, dtype);
+    rc = rc || cudaMemcpy(rows, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess;
+    free(host);
+    return rc;
+}
+
+static int device_forward(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream)
+{
+    return device_rows(user, rows, width, dtype, stream, comm_forward);
+}
+
+static int device_reverse(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream)
+{
+    return device_rows(user, rows, width, dtype, stream, comm_reverse);
+}
+#endif
+
+static enum fnq_device model_device = FNQ_DEVICE_CPU; /* --device cuda: the GPU */
+
 #define ROUTE_WIDTH 3
 #define ADJ_WIDTH 5
 
@@ -346,9 +383,16 @@ static void task_model(struct run *R)
 {
     const struct domain *D = R->D;
     struct fnq_ctx *ctx;
-    CHECK_OK(fnq_ctx_init(R->model, FNQ_DEVICE_CPU, 0, R->dtype, &ctx));
-    const struct fnq_comm comm = {R, comm_forward, comm_reverse};
-    CHECK_OK(fnq_ctx_set_comm(ctx, &comm));
+    CHECK_OK(fnq_ctx_init(R->model, model_device, 0, R->dtype, &ctx));
+    if (model_device == FNQ_DEVICE_CPU) {
+        const struct fnq_comm comm = {R, comm_forward, comm_reverse};
+        CHECK_OK(fnq_ctx_set_comm(ctx, &comm));
+    } else {
+#ifdef FNQ_TEST_CUDA
+        const struct fnq_device_comm comm = {R, device_forward, device_reverse, NULL};
+        CHECK_OK(fnq_ctx_set_device_comm(ctx, &comm));
+#endif
+    }
     CHECK_OK(fnq_ctx_compute_graph(ctx, D->n_local, D->n_all, D->pos, D->species, D->n_edges,
                                    D->recv, D->send, NULL, NULL, &R->energy, R->atom_energies,
                                    R->forces, R->virial, NULL));
@@ -606,7 +650,7 @@ static void reference(const struct fnq_model *m, const struct test_structure *s,
 {
     struct fnq_ctx *ctx;
     result_alloc(r, s->n);
-    CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CPU, 0, dtype, &ctx));
+    CHECK_OK(fnq_ctx_init(m, model_device, 0, dtype, &ctx));
     CHECK_OK(fnq_ctx_compute_periodic(ctx, s->n, s->pos, s->species, s->cell, s->pbc, &r->energy,
                                       r->atom_energies, r->forces, r->virial));
     fnq_ctx_free(ctx);
@@ -712,8 +756,22 @@ static void check_model(const struct fnq_model *m, const struct test_structure *
     decomposition_free(&dc);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda")) {
+#ifdef FNQ_TEST_CUDA
+        int n_gpus = 0;
+        if (cudaGetDeviceCount(&n_gpus) != cudaSuccess || n_gpus == 0) {
+            printf("SKIP: no GPU\n");
+            return 77;
+        }
+        model_device = FNQ_DEVICE_CUDA;
+#else
+        printf("SKIP: built without CUDA\n");
+        return 77;
+#endif
+    }
+    printf("domains on %s\n", fnq_device_name(model_device));
     /* ---- the plan and the exchange, no model ---- */
     check_small_plan();
     check_bad_input();
