@@ -32,10 +32,10 @@ template <typename REAL> void state_free(State<REAL> *s)
     cudaSetDevice(s->device);
     if (s->opt.timing && s->timed_calls > 0)
         fprintf(stderr, "fusednequip cuda timing: %lld calls, mean ms per call: graph %.3f, model "
-                        "%.3f, results %.3f; CUDA graphs instantiated %lld, updated %lld\n",
+                        "%.3f, results %.3f; CUDA graphs instantiated %lld\n",
                 (long long)s->timed_calls, 1e3 * s->t_graph / s->timed_calls,
                 1e3 * s->t_model / s->timed_calls, 1e3 * s->t_results / s->timed_calls,
-                (long long)s->graphs_instantiated, (long long)s->graphs_updated);
+                (long long)s->graphs_instantiated);
     if (s->graph)
         cudaGraphExecDestroy(s->graph);
     if (s->model_uploaded)

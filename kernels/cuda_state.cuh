@@ -79,7 +79,7 @@ template <typename REAL> struct State {
     /* FNQ_TIMING=1: wall-clock per phase, summed over calls and printed when the context is
      * freed (graph: uploads and the neighbour list; model: the kernels; results: downloads) */
     int64_t timed_calls = 0;
-    int64_t graphs_instantiated = 0, graphs_updated = 0; /* CUDA graphs, for FNQ_TIMING */
+    int64_t graphs_instantiated = 0; /* CUDA graphs recorded, for FNQ_TIMING */
     double t_graph = 0, t_model = 0, t_results = 0;
     std::chrono::steady_clock::time_point t_mark;
 };

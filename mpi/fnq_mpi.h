@@ -91,8 +91,16 @@ struct fnq_halo_stats {
     int64_t bytes_sent;
     int64_t rows_local;     /* periodic self-images copied on the GPU */
     int32_t peers;          /* ranks this one sends to (the last routing) */
+    /* with fnq_halo_set_timing on, seconds summed over the exchanges: */
+    double t_pack;          /* packing rows on the GPU */
+    double t_move;          /* the transport: all of it (below: staged's parts) */
+    double t_to_host, t_mpi; /* staged: packed rows to pinned memory; MPI_Waitall */
+    double t_unpack;        /* unpacking (forward) or summing into owners (reverse) */
 };
 FNQ_API void fnq_halo_take_stats(struct fnq_halo *halo, struct fnq_halo_stats *out);
+/* Time each exchange's phases (the stream drained at every phase boundary, so the exchange is
+ * slower while it is timed: for finding where its time goes, not for the step time). */
+FNQ_API void fnq_halo_set_timing(struct fnq_halo *halo, int on);
 
 #ifdef __cplusplus
 }

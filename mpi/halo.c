@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "halo.h"
 
 const char *fnq_halo_transport_name(enum fnq_halo_transport transport)
@@ -292,6 +294,26 @@ struct fnq_device_comm fnq_halo_device_comm(struct fnq_halo *h)
                                 h->transport->recordable ? halo_version : NULL};
     return c;
 }
+
+double halo_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void halo_lap(struct fnq_halo *h, cudaStream_t stream, double *phase)
+{
+    if (!h->timing)
+        return;
+    cudaStreamSynchronize(stream); /* errors surface at the exchange's own checks */
+    const double t = halo_now();
+    if (phase)
+        *phase += t - h->lap_start;
+    h->lap_start = t;
+}
+
+void fnq_halo_set_timing(struct fnq_halo *h, int on) { h->timing = on; }
 
 void fnq_halo_take_stats(struct fnq_halo *h, struct fnq_halo_stats *out)
 {

@@ -54,7 +54,13 @@ struct fnq_halo {
     uint64_t version;     /* bumped by every routing and buffer change */
     int warmed_up;        /* one exchange ran eagerly since the last change (NCCL's rule) */
     struct fnq_halo_stats stats;
+    int timing;           /* fnq_halo_set_timing */
+    double lap_start;     /* timing: when the current phase began (seconds) */
 };
+
+/* timing: drain `stream`, add the time since the last lap to *phase (NULL: start a phase) */
+void halo_lap(struct fnq_halo *h, cudaStream_t stream, double *phase);
+double halo_now(void);
 
 /* halo_device.cu */
 enum fnq_status halo_device_upload(struct fnq_halo *h, size_t row_bytes);

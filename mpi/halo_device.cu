@@ -112,15 +112,19 @@ int forward_rows(struct fnq_halo *h, REAL *rows, int width, cudaStream_t st)
     const struct halo_device *d = &h->dev;
     const int64_t n_send = fnq_halo_plan_n_send(p), n_recv = fnq_halo_plan_n_recv(p);
     REAL *send = static_cast<REAL *>(d->fwd_buf), *recv = static_cast<REAL *>(d->bwd_buf);
+    halo_lap(h, st, nullptr);
     if (n_send > 0)
         gather_rows_kernel<REAL><<<blocks_for(n_send * width), kThreads, 0, st>>>(
             rows, width, d->send_index, n_send, send);
+    halo_lap(h, st, &h->stats.t_pack);
     if (h->transport->move(h, send, p->send_start, recv, p->recv_start, sizeof(REAL) * width,
                            st) != FNQ_STATUS_OK)
         return 1;
+    halo_lap(h, st, &h->stats.t_move);
     if (n_recv > 0)
         scatter_rows_kernel<REAL><<<blocks_for(n_recv * width), kThreads, 0, st>>>(
             recv, width, d->recv_index, n_recv, rows);
+    halo_lap(h, st, &h->stats.t_unpack);
     return launched("unpacking received ghost rows");
 }
 
@@ -131,15 +135,19 @@ int reverse_rows(struct fnq_halo *h, REAL *rows, int width, cudaStream_t st)
     const struct halo_device *d = &h->dev;
     const int64_t n_recv = fnq_halo_plan_n_recv(p);
     REAL *ghosts = static_cast<REAL *>(d->bwd_buf), *owned = static_cast<REAL *>(d->fwd_buf);
+    halo_lap(h, st, nullptr);
     if (n_recv > 0)
         gather_rows_kernel<REAL><<<blocks_for(n_recv * width), kThreads, 0, st>>>(
             rows, width, d->recv_index, n_recv, ghosts);
+    halo_lap(h, st, &h->stats.t_pack);
     if (h->transport->move(h, ghosts, p->recv_start, owned, p->send_start, sizeof(REAL) * width,
                            st) != FNQ_STATUS_OK)
         return 1;
+    halo_lap(h, st, &h->stats.t_move);
     if (p->n_sum > 0)
         sum_rows_kernel<REAL><<<blocks_for(p->n_sum * width), kThreads, 0, st>>>(
             owned, width, d->sum_atom, d->sum_start, d->sum_slot, p->n_sum, rows);
+    halo_lap(h, st, &h->stats.t_unpack);
     return launched("summing ghost rows into their owners");
 }
 

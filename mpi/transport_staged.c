@@ -39,9 +39,11 @@ static enum fnq_status staged_move(struct fnq_halo *h, const void *src, const in
     e = e ? e : copy_slots(hsrc, src, 0, src_start[me], row_bytes, cudaMemcpyDeviceToHost, stream);
     e = e ? e : copy_slots(hsrc, src, src_start[me + 1], src_start[n], row_bytes,
                            cudaMemcpyDeviceToHost, stream);
+    const double t0 = h->timing ? halo_now() : 0;
     e = e ? e : cudaStreamSynchronize(stream);
     if (e != cudaSuccess)
         return halo_fail(FNQ_STATUS_DEVICE, "staged ghost exchange: %s", cudaGetErrorString(e));
+    const double t1 = h->timing ? halo_now() : 0;
     MPI_Datatype row;
     MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row);
     MPI_Type_commit(&row);
@@ -61,6 +63,10 @@ static enum fnq_status staged_move(struct fnq_halo *h, const void *src, const in
     }
     const int rc = MPI_Waitall(n_req, req, MPI_STATUSES_IGNORE);
     MPI_Type_free(&row);
+    if (h->timing) {
+        h->stats.t_to_host += t1 - t0;
+        h->stats.t_mpi += halo_now() - t1;
+    }
     if (rc != MPI_SUCCESS)
         return halo_fail(FNQ_STATUS_COMM, "staged ghost exchange: MPI_Waitall failed (%d)", rc);
     e = copy_slots(dst, hdst, 0, dst_start[me], row_bytes, cudaMemcpyHostToDevice, stream);

@@ -76,7 +76,7 @@ struct FusedNequipImpl {
 
   // FNQ_TIMING=1: wall-clock of this side of compute() per step, printed by each rank at the
   // end (prepare: species, pair list, ghost map; library: the call; tally: forces, virial)
-  bool timing = false;
+  bool timing = false, timing_exchange = false;
   long timed_steps = 0;
   double t_prepare = 0.0, t_library = 0.0, t_tally = 0.0;
 
@@ -114,7 +114,9 @@ PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
   centroidstressflag = CENTROID_NOTAVAIL;
   impl = new FusedNequipImpl;
   const char *timing = getenv("FNQ_TIMING");
-  impl->timing = timing && strcmp(timing, "1") == 0;
+  // 1: where a step's time goes; 2: also each exchange's phases (slower: drains the stream)
+  impl->timing = timing && (strcmp(timing, "1") == 0 || strcmp(timing, "2") == 0);
+  impl->timing_exchange = timing && strcmp(timing, "2") == 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -660,6 +662,10 @@ std::string PairFusedNequip::choose_exchange(int device_id)
       d.exchange = "nccl";
       why = "auto: every rank has a GPU of its own";
     }
+    // without MPS the processes' kernels take turns on the GPU (measured: +26 % over one rank
+    // at 64,000 Si with 2 ranks, +10 % under MPS; docs/multi-gpu.md)
+    if (shared)
+      why += "; " + pair + " share a GPU: run NVIDIA MPS so that their kernels run side by side";
     const enum fnq_halo_transport t = d.exchange == "nccl"  ? FNQ_HALO_NCCL
                                       : d.exchange == "ipc" ? FNQ_HALO_IPC
                                                             : FNQ_HALO_STAGED;
@@ -667,6 +673,7 @@ std::string PairFusedNequip::choose_exchange(int device_id)
     fail_unless_all(init == FNQ_STATUS_OK,
                     std::string("Pair fusednequip: ghost exchange '") + d.exchange +
                         "': " + fnq_last_error());
+    fnq_halo_set_timing(d.halo, d.timing_exchange);
     const struct fnq_device_comm dc = fnq_halo_device_comm(d.halo);
     fail_unless_all(fnq_ctx_set_device_comm(d.ctx, &dc) == FNQ_STATUS_OK,
                     std::string("Pair fusednequip: ") + fnq_last_error());
@@ -710,6 +717,13 @@ void PairFusedNequip::free_context()
               (double) st.rows_sent / impl->timed_steps,
               1e-6 * st.bytes_sent / impl->timed_steps,
               (double) st.rows_local / impl->timed_steps);
+    if (impl->timing_exchange && st.exchanges > 0)
+      fprintf(stderr,
+              "pair fusednequip exchange phases (rank %d), mean ms per exchange: pack %.3f, "
+              "transport %.3f (to host %.3f, MPI %.3f), unpack/sum %.3f\n",
+              comm->me, 1e3 * st.t_pack / st.exchanges, 1e3 * st.t_move / st.exchanges,
+              1e3 * st.t_to_host / st.exchanges, 1e3 * st.t_mpi / st.exchanges,
+              1e3 * st.t_unpack / st.exchanges);
   }
   fnq_halo_free(impl->halo);
   impl->halo = nullptr;
