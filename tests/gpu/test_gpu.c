@@ -542,8 +542,11 @@ static void check_out_of_memory(void)
     fnq_model_free(m);
 }
 
-int main(void)
+/* --no-oom: leave out the deliberate out-of-memory case (scripts/gpu-sanitize.sh: under
+ * compute-sanitizer every refused cudaMalloc is reported as an error, wanted or not) */
+int main(int argc, char **argv)
 {
+    const int oom_case = !(argc > 1 && !strcmp(argv[1], "--no-oom"));
     struct fnq_model *m = test_load_model("nequix-mp-1");
     if (!have_gpu(m))
         return 77;
@@ -568,7 +571,10 @@ int main(void)
     check_caller_list(&tri, 0);
     check_periodic_limits(&small);
     test_structure_free(&small);
-    check_out_of_memory();
+    if (oom_case)
+        check_out_of_memory();
+    else
+        printf("out-of-memory case left out (--no-oom)\n");
     test_structure_free(&si), test_structure_free(&tri);
     return test_finish("gpu");
 }

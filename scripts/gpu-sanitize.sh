@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# compute-sanitizer's four tools (memcheck, racecheck, initcheck, synccheck) over the GPU code:
+# the CLI on a 64-atom Si cell in float32 and float64, gpu_device_graph, and gpu_vs_cpu without
+# its deliberate out-of-memory case (--no-oom: the sanitizer reports every refused cudaMalloc).
+# Any error fails. Device machine, after a build into build-gpu (scripts/gpu-build.sh).
+# usage: gpu-sanitize.sh [--quick]   (--quick: gpu_vs_cpu under memcheck only)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models}
+b=build-gpu
+python3 - > /tmp/fnq-si64.xyz <<'PY'
+basis = [(0, 0, 0), (0, .5, .5), (.5, 0, .5), (.5, .5, 0),
+         (.25, .25, .25), (.25, .75, .75), (.75, .25, .75), (.75, .75, .25)]
+a = 5.43
+pts = [((i + x) * a, (j + y) * a, (k + z) * a)
+       for i in range(2) for j in range(2) for k in range(2) for x, y, z in basis]
+print(len(pts))
+print('Lattice="10.86 0 0 0 10.86 0 0 0 10.86" Properties=species:S:1:pos:R:3 pbc="T T T"')
+for p in pts:
+    print("Si %.6f %.6f %.6f" % p)
+PY
+failed=0
+run() { # tool label command...
+  local tool=$1 label=$2; shift 2
+  local t0=$(date +%s) log=/tmp/fnq-sanitize-$tool-$label.log
+  timeout "${FNQ_SANITIZE_TIMEOUT:-900}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$@" > "$log" 2>&1
+  local rc=$? summary
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+  printf "%-9s %-28s rc %3d  %4d s  %s\n" "$tool" "$label" "$rc" $(( $(date +%s) - t0 )) "$summary"
+  if [ "$rc" -ne 0 ]; then failed=1; grep -E "=========" "$log" | head -20; fi
+}
+for tool in memcheck racecheck initcheck synccheck; do
+  for dt in float32 float64; do
+    run $tool "eval-si64-$dt" $b/cli/fusednequip eval --device cuda --dtype $dt nequix-mp-1 /tmp/fnq-si64.xyz
+  done
+  run $tool gpu_device_graph $b/tests/gpu_device_graph
+done
+run memcheck gpu_vs_cpu-no-oom $b/tests/gpu_vs_cpu --no-oom
+if ((!quick)); then
+  for tool in racecheck initcheck synccheck; do run $tool gpu_vs_cpu-no-oom $b/tests/gpu_vs_cpu --no-oom; done
+fi
+exit $failed
