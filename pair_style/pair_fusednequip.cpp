@@ -562,6 +562,14 @@ void PairFusedNequip::init_style()
 
   // communication buffers are sized from these at Comm::init(), which runs after this
   comm_forward = comm_reverse = impl->max_width;
+  // Under pair hybrid, Comm sizes them from the hybrid style's comm_forward/comm_reverse, which
+  // hybrid copied from its sub-styles at pair_style time, before pair_coeff loaded the model:
+  // raise them there too, or forward_comm_pair (which does not grow its buffers) overflows them
+  Pair *top = force->pair;
+  if (top && top != this) {
+    top->comm_forward = std::max(top->comm_forward, comm_forward);
+    top->comm_reverse = std::max(top->comm_reverse, comm_reverse);
+  }
 }
 
 /* ----------------------------------------------------------------------
