@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace LAMMPS_NS;
@@ -72,7 +73,8 @@ struct FusedNequipImpl {
   // library copies and folds rows itself (on the GPU there) instead of LAMMPS' communication
   bool owner_map = false;
   std::vector<int64_t> ghost_owner;
-  std::vector<int> local_of_tag;
+  std::vector<int> local_of_tag;    // indexed by atom ID, where IDs are dense
+  std::unordered_map<tagint, int> sparse_local_of_tag;    // where they are not
 
   // FNQ_TIMING=1: wall-clock of this side of compute() per step, printed by each rank at the
   // end (prepare: species, pair list, ghost map; library: the call; tally: forces, virial)
@@ -185,11 +187,27 @@ void PairFusedNequip::compute(int eflag, int vflag)
       const tagint *tag = atom->tag;
       tagint max_tag = 0;
       for (int i = 0; i < nlocal; i++) max_tag = std::max(max_tag, tag[i]);
-      d.local_of_tag.assign((size_t) max_tag + 1, -1);
-      for (int i = 0; i < nlocal; i++) d.local_of_tag[tag[i]] = i;
+      // ID -> owned atom: a table indexed by ID when the IDs are about as many as the atoms
+      // (1..N as usual), else a hash: IDs may be sparse and large (10^9 + k), and the table
+      // would take 4 bytes per possible ID (4 GB there, filled at every rebuild)
+      const bool dense = (bigint) max_tag <= 4 * (bigint) nall + 1024;
+      d.local_of_tag.assign(dense ? (size_t) max_tag + 1 : 0, -1);
+      d.sparse_local_of_tag.clear();
+      for (int i = 0; i < nlocal; i++) {
+        if (dense)
+          d.local_of_tag[tag[i]] = i;
+        else
+          d.sparse_local_of_tag[tag[i]] = i;
+      }
       d.ghost_owner.resize(nall - nlocal);
       for (int g = nlocal; g < nall; g++) {
-        const int owner = tag[g] <= max_tag ? d.local_of_tag[tag[g]] : -1;
+        int owner = -1;
+        if (dense) {
+          if (tag[g] <= max_tag) owner = d.local_of_tag[tag[g]];
+        } else {
+          const auto found = d.sparse_local_of_tag.find(tag[g]);
+          if (found != d.sparse_local_of_tag.end()) owner = found->second;
+        }
         if (owner < 0)
           error->one(FLERR,
                      "Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
@@ -564,6 +582,14 @@ void PairFusedNequip::init_style()
 
   // communication buffers are sized from these at Comm::init(), which runs after this
   comm_forward = comm_reverse = impl->max_width;
+  // Under pair hybrid, Comm sizes them from the hybrid style's comm_forward/comm_reverse, which
+  // hybrid copied from its sub-styles at pair_style time, before pair_coeff loaded the model:
+  // raise them there too, or forward_comm_pair (which does not grow its buffers) overflows them
+  Pair *top = force->pair;
+  if (top && top != this) {
+    top->comm_forward = std::max(top->comm_forward, comm_forward);
+    top->comm_reverse = std::max(top->comm_reverse, comm_reverse);
+  }
 }
 
 /* ----------------------------------------------------------------------

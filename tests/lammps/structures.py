@@ -123,8 +123,9 @@ def masses(symbols):
     return [known[s] for s in symbols]
 
 
-def write_data(path, s, elements):
-    """LAMMPS data file (atom_style atomic); type k+1 is elements[k]. s in LAMMPS' frame."""
+def write_data(path, s, elements, ids=None):
+    """LAMMPS data file (atom_style atomic); type k+1 is elements[k]. s in LAMMPS' frame.
+    ids: the atom IDs in the order of s (default 1, 2, ...)."""
     (ax, _, _), (bx, by, _), (cx, cy, cz) = s["cell"]
     with open(path, "w") as f:
         f.write("fusednequip test structure\n\n")
@@ -135,7 +136,8 @@ def write_data(path, s, elements):
             f.write(f"{k + 1} {m}\n")
         f.write("\nAtoms # atomic\n\n")
         for i, (sym, p) in enumerate(zip(s["symbols"], s["positions"])):
-            f.write(f"{i + 1} {elements.index(sym) + 1} {p[0]!r} {p[1]!r} {p[2]!r}\n")
+            f.write(f"{ids[i] if ids else i + 1} {elements.index(sym) + 1} {p[0]!r} {p[1]!r} "
+                    f"{p[2]!r}\n")
 
 
 if __name__ == "__main__":
