@@ -182,48 +182,86 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
     return FNQ_STATUS_OK;
 }
 
+/* The buffers of one system (nl owned atoms, na atoms, ne edges) but edge_ggeo_own, each
+ * through v(buffer, elements, what): counted, or grown. */
+template <typename REAL, typename V>
+static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+                                      bool exchange, V &&v)
+{
+    const DeviceModel<REAL> &dm = s->dm;
+    FNQ_CHECK(v(s->species, na, "species"));
+    FNQ_CHECK(v(s->pos, 3 * na, "positions"));
+    FNQ_CHECK(v(s->edge_vec, 3 * ne, "edge vectors"));
+    FNQ_CHECK(v(s->edge_grad, 3 * ne, "edge gradients"));
+    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_rfeat;
+    FNQ_CHECK(v(s->edge_feat, nf * ne, "edge geometry"));
+    FNQ_CHECK(v(s->recv_start, nl + 1, "the neighbour list"));
+    FNQ_CHECK(v(s->edge_send, ne, "the neighbour list"));
+    FNQ_CHECK(v(s->edge_recv, ne, "the neighbour list"));
+    FNQ_CHECK(v(s->send_start, na + 1, "the neighbour list"));
+    FNQ_CHECK(v(s->send_edges, ne, "the neighbour list"));
+    for (int l = 0; l < dm.n_layers; l++) {
+        FNQ_CHECK(v(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features"));
+        FNQ_CHECK(v(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs"));
+        FNQ_CHECK(v(s->rho[l], nl, "norm factors"));
+    }
+    for (int k = 0; k < 2; k++) {
+        FNQ_CHECK(v(s->h[k], (size_t)nl * dm.max_width, "node features"));
+        /* one more row, of zeros: what edges without a reverse edge read (tp_column.cuh) */
+        FNQ_CHECK(v(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients"));
+        FNQ_CHECK(v(s->gp[k], (size_t)nl * dm.max_width, "feature gradients"));
+    }
+    int dx_dim = 1;
+    for (int l = 0; l < dm.n_layers; l++)
+        dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
+    FNQ_CHECK(v(s->msg, (size_t)nl * dm.max_mid, "messages"));
+    FNQ_CHECK(v(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients"));
+    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, and on every rank of a
+     * caller's exchange (collective, also on a rank without ghosts) */
+    if (na > nl || exchange)
+        FNQ_CHECK(v(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients"));
+    FNQ_CHECK(v(s->e_atom, nl, "atomic energies"));
+    FNQ_CHECK(v(s->atom_energy, nl, "atomic energies"));
+    FNQ_CHECK(v(s->forces, 3 * na, "forces"));
+    FNQ_CHECK(v(s->atom_virial, 6 * na, "per-atom virials"));
+    return FNQ_STATUS_OK;
+}
+
 template <typename REAL>
 enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne, bool exchange)
 {
     const DeviceModel<REAL> &dm = s->dm;
     int *ep = &s->epoch;
-    FNQ_CHECK(ensure(s->species, na, "species", ep));
-    FNQ_CHECK(ensure(s->pos, 3 * na, "positions", ep));
-    FNQ_CHECK(ensure(s->edge_vec, 3 * ne, "edge vectors", ep));
-    FNQ_CHECK(ensure(s->edge_grad, 3 * ne, "edge gradients", ep));
     const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_rfeat;
-    FNQ_CHECK(ensure(s->edge_feat, nf * ne, "edge geometry", ep));
-    FNQ_CHECK(ensure(s->recv_start, nl + 1, "the neighbour list", ep));
-    FNQ_CHECK(ensure(s->edge_send, ne, "the neighbour list", ep));
-    FNQ_CHECK(ensure(s->edge_recv, ne, "the neighbour list", ep));
-    FNQ_CHECK(ensure(s->send_start, na + 1, "the neighbour list", ep));
-    FNQ_CHECK(ensure(s->send_edges, ne, "the neighbour list", ep));
-    for (int l = 0; l < dm.n_layers; l++) {
-        FNQ_CHECK(ensure(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features", ep));
-        FNQ_CHECK(ensure(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs", ep));
-        FNQ_CHECK(ensure(s->rho[l], nl, "norm factors", ep));
+    enum fnq_status st = system_buffers(s, nl, na, ne, exchange,
+                                        [&](auto &b, size_t n, const char *what) {
+                                            return ensure(b, n, what, ep);
+                                        });
+    /* the edge geometry's gradients live in the message buffer when it is large enough */
+    if (st == FNQ_STATUS_OK) {
+        if (sizeof(double) * nf * ne <= sizeof(REAL) * s->msg.cap) {
+            s->edge_ggeo = reinterpret_cast<double *>(s->msg.p);
+        } else {
+            st = ensure(s->edge_ggeo_own, nf * ne, "edge geometry gradients", ep);
+            s->edge_ggeo = s->edge_ggeo_own.p;
+        }
     }
-    for (int k = 0; k < 2; k++) {
-        FNQ_CHECK(ensure(s->h[k], (size_t)nl * dm.max_width, "node features", ep));
-        /* one more row, of zeros: what edges without a reverse edge read (tp_column.cuh) */
-        FNQ_CHECK(ensure(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients", ep));
-        FNQ_CHECK(ensure(s->gp[k], (size_t)nl * dm.max_width, "feature gradients", ep));
+    if (st == FNQ_STATUS_OUT_OF_MEMORY) {
+        /* one buffer's size says little of the system's: add up all of them, as allocated */
+        size_t all = 0;
+        system_buffers(s, nl, na, ne, exchange, [&](auto &b, size_t n, const char *) {
+            all += sizeof(*b.p) * grown_size(n);
+            return FNQ_STATUS_OK;
+        });
+        if (sizeof(double) * nf * ne > sizeof(REAL) * grown_size((size_t)nl * dm.max_mid))
+            all += sizeof(double) * grown_size(nf * ne);
+        char first[768];
+        snprintf(first, sizeof(first), "%s", fnq_last_error());
+        return fnq__fail(st, "%s; in all, this system's %lld atoms and %lld edges need %.3g MB of "
+                             "GPU buffers",
+                         first, (long long)na, (long long)ne, all / 1e6);
     }
-    int dx_dim = 1;
-    for (int l = 0; l < dm.n_layers; l++)
-        dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
-    FNQ_CHECK(ensure(s->msg, (size_t)nl * dm.max_mid, "messages", ep));
-    if (sizeof(double) * nf * ne <= sizeof(REAL) * s->msg.cap) {
-        s->edge_ggeo = reinterpret_cast<double *>(s->msg.p);
-    } else {
-        FNQ_CHECK(ensure(s->edge_ggeo_own, nf * ne, "edge geometry gradients", ep));
-        s->edge_ggeo = s->edge_ggeo_own.p;
-    }
-    FNQ_CHECK(ensure(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients", ep));
-    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, and on every rank of a
-     * caller's exchange (collective, also on a rank without ghosts) */
-    if (na > nl || exchange)
-        FNQ_CHECK(ensure(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients", ep));
+    FNQ_CHECK(st);
     /* the column passes index sender features and message gradients with 32-bit element
      * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
      * the GPU's memory is reported as that */
@@ -236,10 +274,6 @@ enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne, bool
                          "feature indices (at most %lld atoms per GPU for this model; use more "
                          "GPUs or ranks)",
                          (long long)na, (long long)widest, (long long)(UINT32_MAX / widest));
-    FNQ_CHECK(ensure(s->e_atom, nl, "atomic energies", ep));
-    FNQ_CHECK(ensure(s->atom_energy, nl, "atomic energies", ep));
-    FNQ_CHECK(ensure(s->forces, 3 * na, "forces", ep));
-    FNQ_CHECK(ensure(s->atom_virial, 6 * na, "per-atom virials", ep));
     return FNQ_STATUS_OK;
 }
 

@@ -46,6 +46,11 @@ template <typename T> struct PinnedBuf {
 /* The message of a failed allocation: what was needed, and what the device has free. */
 enum fnq_status out_of_memory(size_t bytes, const char *what);
 
+/* The elements a buffer grown for n gets: headroom, so that MD with changing atom or edge
+ * counts does not reallocate (and re-record the graph) every step; 1/8 rather than more leaves
+ * room for the largest systems */
+static inline size_t grown_size(size_t n) { return std::max<size_t>(n + n / 8, 16); }
+
 /* At least n elements in b (zeroed when newly allocated), or an out-of-memory message naming
  * `what`. */
 template <typename T>
@@ -53,9 +58,7 @@ static enum fnq_status ensure(DevBuf<T> &b, size_t n, const char *what, int *epo
 {
     if (n <= b.cap && b.p)
         return FNQ_STATUS_OK;
-    /* headroom: MD with changing atom or edge counts does not reallocate (and re-record the
-     * graph) every step; 1/8 rather than more leaves room for the largest systems */
-    const size_t want = std::max<size_t>(n + n / 8, 16);
+    const size_t want = grown_size(n);
     b.release();
     (*epoch)++;
     cudaError_t err = cudaMalloc(&b.p, want * sizeof(T));
@@ -81,7 +84,7 @@ template <typename T> static enum fnq_status ensure(PinnedBuf<T> &b, size_t n, c
     if (b.p)
         cudaFreeHost(b.p);
     b.p = nullptr, b.cap = 0;
-    const size_t want = std::max<size_t>(n + n / 8, 16);
+    const size_t want = grown_size(n);
     cudaError_t err = cudaMallocHost(&b.p, want * sizeof(T));
     if (err == cudaErrorMemoryAllocation) {
         cudaGetLastError();

@@ -10,6 +10,7 @@
 #include "lammps.h"
 
 #include <mpi.h>
+#include <cstdio>
 #include <cstdlib>
 
 using namespace LAMMPS_NS;
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
     lmp->input->file();
     delete lmp;
   } catch (LAMMPSAbortException &) {
+    fflush(nullptr);                 // MPI_Abort writes no stdio buffers: the screen, the log
     MPI_Abort(MPI_COMM_WORLD, 1);    // error->one: only some ranks are here
   } catch (LAMMPSException &) {
     MPI_Barrier(MPI_COMM_WORLD);    // error->all: every rank is here

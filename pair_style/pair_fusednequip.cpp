@@ -14,6 +14,7 @@
 #include "error.h"
 #include "force.h"
 #include "lammps_api.h"
+#include "library.h"
 #include "memory.h"
 #include "neigh_list.h"
 #include "neighbor.h"
@@ -209,9 +210,8 @@ void PairFusedNequip::compute(int eflag, int vflag)
           if (found != d.sparse_local_of_tag.end()) owner = found->second;
         }
         if (owner < 0)
-          error->one(FLERR,
-                     "Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
-                         std::to_string(tag[g]) + ") is an image of no owned atom");
+          stop_on_this_rank("Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
+                            std::to_string(tag[g]) + ") is an image of no owned atom");
         d.ghost_owner[g - nlocal] = owner;
       }
     }
@@ -240,8 +240,8 @@ void PairFusedNequip::compute(int eflag, int vflag)
                                   d.forces.data(), w, vatom_out);
   d.pairs_sent = status == FNQ_STATUS_OK;
   if (status != FNQ_STATUS_OK)
-    error->one(FLERR, "Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
-                          fnq_last_error() + error_atom_ids(nall));
+    stop_on_this_rank("Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
+                      fnq_last_error() + error_atom_ids(nall));
   const clock::time_point t2 = clock::now();
 
   // with an owner map the library has folded the ghosts' forces onto their owners (ghost rows
@@ -334,8 +334,8 @@ void PairFusedNequip::route_ghosts()
   if (status == FNQ_STATUS_COMM)
     error->all(FLERR, std::string("Pair fusednequip: ") + fnq_last_error());
   else if (status != FNQ_STATUS_OK)
-    error->one(FLERR, std::string("Pair fusednequip on rank ") + std::to_string(comm->me) +
-                          ": " + fnq_last_error());
+    stop_on_this_rank(std::string("Pair fusednequip on rank ") + std::to_string(comm->me) +
+                      ": " + fnq_last_error());
   d.routed = true;
 #endif
 }
@@ -347,10 +347,9 @@ void PairFusedNequip::route_ghosts()
 void PairFusedNequip::exchange_rows(void *rows, int width, bool single_precision, bool forward)
 {
   if (width > impl->max_width)
-    error->one(FLERR,
-               "Pair fusednequip: a ghost exchange of " + std::to_string(width) +
-                   " values per atom exceeds the communication buffers sized for " +
-                   std::to_string(impl->max_width));
+    stop_on_this_rank("Pair fusednequip: a ghost exchange of " + std::to_string(width) +
+                      " values per atom exceeds the communication buffers sized for " +
+                      std::to_string(impl->max_width));
   impl->rows = rows;
   impl->width = width;
   impl->single_precision = single_precision;
@@ -757,6 +756,28 @@ void PairFusedNequip::free_context()
 }
 
 /* ----------------------------------------------------------------------
+   stop LAMMPS for a failure this rank found alone (a library call during a step, where the
+   other ranks are elsewhere). One rank: error->all, which finalises MPI and exits with status
+   1, the screen and log file flushed. Several: error->one, whose MPI_Abort ends the others.
+   LAMMPS built with exceptions (scripts/gpu-lammps.sh's; every LAMMPS since 2023) throws from
+   error->one, and its main() calls MPI_Abort, which leaves stdio buffers unwritten: the
+   message was lost whenever the screen went to a pipe or a file, and from log.lammps. There,
+   it is written and flushed here first (error->one then writes it again, into the buffers
+   that MPI_Abort drops, or a second time on a terminal)
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::stop_on_this_rank(const std::string &message)
+{
+  if (comm->nprocs == 1) error->all(FLERR, message);
+  if (lammps_config_has_exceptions()) {
+    utils::logmesg(lmp, "ERROR on proc " + std::to_string(comm->me) + ": " + message + "\n");
+    if (screen) fflush(screen);
+    if (logfile) fflush(logfile);
+  }
+  error->one(FLERR, message);
+}
+
+/* ----------------------------------------------------------------------
    stop every rank when `ok` is false on any: error->all where all failed (one message), else
    error->one on the failing ranks (MPI_Abort ends the others)
 ------------------------------------------------------------------------- */
@@ -767,7 +788,7 @@ void PairFusedNequip::fail_unless_all(bool ok, const std::string &message)
   MPI_Allreduce(&failed, &failed_total, 1, MPI_INT, MPI_SUM, world);
   if (failed_total == 0) return;
   if (failed_total == comm->nprocs) error->all(FLERR, message);
-  if (failed) error->one(FLERR, message);
+  if (failed) stop_on_this_rank(message);
   error->all(FLERR, "Pair fusednequip: set-up failed on " + std::to_string(failed_total) +
                         " other rank(s)");
 }

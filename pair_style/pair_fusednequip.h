@@ -59,6 +59,7 @@ class PairFusedNequip : public Pair {
   void free_context();
   void route_ghosts();
   void fail_unless_all(bool ok, const std::string &message);
+  void stop_on_this_rank(const std::string &message);
   std::string error_atom_ids(int nall);
 };
 

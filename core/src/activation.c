@@ -6,7 +6,9 @@
  * exact Gaussian integral differs in the 5th digit, enough to miss the published energies.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model.h"
 
@@ -78,7 +80,29 @@ static double erfinv(double y)
     return x;
 }
 
+/* The constant takes a million samples (~90 ms, most of a .nqx load): computed once per kind
+ * and process, kept as its bit pattern (0 = not yet). Threads that load models at the same
+ * time may both compute it; they store the same bits. */
+static double act_normalization_sampled(enum fnq_act kind);
+
 double fnq__act_normalization(enum fnq_act kind)
+{
+    static _Atomic uint64_t memo[FNQ_ACT_SIGMOID + 1];
+    if ((int)kind < 0 || (int)kind > FNQ_ACT_SIGMOID)
+        return act_normalization_sampled(kind);
+    uint64_t bits = atomic_load(&memo[kind]);
+    double c;
+    if (bits) {
+        memcpy(&c, &bits, sizeof(c));
+        return c;
+    }
+    c = act_normalization_sampled(kind);
+    memcpy(&bits, &c, sizeof(c)); /* c is never 0.0, whose bits would read as "not yet" */
+    atomic_store(&memo[kind], bits);
+    return c;
+}
+
+static double act_normalization_sampled(enum fnq_act kind)
 {
     const int64_t n = 1000001;
     const double step = 2.0 / (double)(n + 1);

@@ -34,16 +34,23 @@ void fnq__radial_weights(const struct fnq_model *m, const struct fnq_mlp *r, dou
         const int32_t na = r->size[k], nb = r->size[k + 1];
         const int last = k + 1 == r->n_layers;
         double *out = last ? w : z, *dout = last ? dw : dz;
-        for (int32_t j = 0; j < nb; j++) {
-            double s = 0.0, ds = 0.0;
+        /* by rows of the weights (contiguous, vectorised over j); each out[j] still sums its
+         * terms in the order i = 0, 1, ...: the same values to the bit as a dot product per j */
+        for (int32_t j = 0; j < nb; j++)
+            out[j] = 0.0;
+        for (int32_t i = 0; i < na; i++) {
+            const double ai = a[i], *wi = r->w[k] + (size_t)i * nb;
+            for (int32_t j = 0; j < nb; j++)
+                out[j] += ai * wi[j];
+        }
+        if (dout) {
+            for (int32_t j = 0; j < nb; j++)
+                dout[j] = 0.0;
             for (int32_t i = 0; i < na; i++) {
-                const double wij = r->w[k][(size_t)i * nb + j];
-                s += a[i] * wij;
-                ds += da[i] * wij;
+                const double dai = da[i], *wi = r->w[k] + (size_t)i * nb;
+                for (int32_t j = 0; j < nb; j++)
+                    dout[j] += dai * wi[j];
             }
-            out[j] = s;
-            if (dout)
-                dout[j] = ds;
         }
         if (!last)
             for (int32_t j = 0; j < nb; j++) {

@@ -10,7 +10,8 @@
  *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
  *   - a caller's list (shuffled, with pairs beyond the cutoff) sorted on the GPU gives bitwise
  *     the results of the same list sorted on the host, and the same error messages;
- *   - a system too large for the GPU fails with a message, and the context still works.
+ *   - a system too large for the GPU fails with a message (the buffer, what it needed, what
+ *     was free, and what the whole system needs), and the context still works.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "fnq_test.h"
@@ -532,6 +533,8 @@ static void check_out_of_memory(void)
            fnq_last_error());
     CHECK(st == FNQ_STATUS_OUT_OF_MEMORY && strstr(fnq_last_error(), "GPU out of memory"),
           "an oversized system did not fail with a clear out-of-memory message");
+    CHECK(strstr(fnq_last_error(), "MB free of") && strstr(fnq_last_error(), "MB of GPU buffers"),
+          "the out-of-memory message names no free memory or no total for the system");
     test_diamond(&small, m, 2, 0.1);
     st = fnq_ctx_compute_periodic(c, small.n, small.pos, small.species, small.cell, small.pbc, &e,
                                   NULL, NULL, NULL);
