@@ -48,6 +48,13 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
      * whose owned rows may still receive gradients from other ranks' ghosts. */
     const bool ghosts = fnq__exchange_needed(x);
     s->launches_model = 0;
+    /* Row nl of the message-gradient buffers is the zero row that edges without a reverse
+     * edge read (tp_column.cuh). Zeroed in every evaluation: a call with fewer owned atoms
+     * than an earlier one (atoms that left a LAMMPS rank) would find an atom's old gradients
+     * there, and the forces of every edge from a ghost would be wrong. */
+    for (int k = 0; k < 2; k++)
+        FNQ_CUDA_CHECK(cudaMemsetAsync(s->ga[k].p + nl * dm.max_mid_tiled, 0,
+                                       sizeof(REAL) * dm.max_mid_tiled, s->stream));
     if (ne > 0) {
         FNQ_CUDA_CHECK(edge_features_launch<REAL>(dm.geo, s->edge_vec.p, ne, s->edge_feat.p,
                                                   s->stream));
