@@ -6,6 +6,7 @@
  * exact Gaussian integral differs in the 5th digit, enough to miss the published energies.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -78,7 +79,7 @@ static double erfinv(double y)
     return x;
 }
 
-double fnq__act_normalization(enum fnq_act kind)
+static double act_normalization_sampled(enum fnq_act kind)
 {
     const int64_t n = 1000001;
     const double step = 2.0 / (double)(n + 1);
@@ -91,4 +92,20 @@ double fnq__act_normalization(enum fnq_act kind)
     }
     double c = sqrt(sum / (double)n);
     return fabs(c - 1.0) < 1e-5 ? 1.0 : 1.0 / c;
+}
+
+/* The million samples cost ~20 ms (more under the sanitizers) and the result depends on the
+ * kind only: computed once per kind and process (0.0: not yet; two threads may both compute
+ * it, with the same result). */
+double fnq__act_normalization(enum fnq_act kind)
+{
+    static _Atomic double cache[FNQ_ACT_SIGMOID + 1];
+    if ((int)kind < 0 || kind > FNQ_ACT_SIGMOID)
+        return act_normalization_sampled(kind);
+    double c = atomic_load(&cache[kind]);
+    if (c == 0.0) {
+        c = act_normalization_sampled(kind);
+        atomic_store(&cache[kind], c);
+    }
+    return c;
 }
