@@ -102,7 +102,8 @@ int fnq__irreps_parse(const char *text, struct fnq_irreps *out)
         if (*p == 'y') /* "1y": spherical harmonics parity */
             parity = (l % 2 == 0) ? 1 : -1;
         p++;
-        if (mul < 0 || l < 0 || l > FNQ_MAX_L || out->n_blocks >= FNQ_MAX_BLOCKS)
+        if (mul < 0 || mul > FNQ_MAX_MUL || l < 0 || l > FNQ_MAX_L ||
+            out->n_blocks >= FNQ_MAX_BLOCKS)
             return -1;
         if (mul == 0)
             continue;
@@ -137,6 +138,16 @@ int fnq__irreps_find(const struct fnq_irreps *irreps, int32_t l, int32_t parity)
 }
 
 /* ---- linear ---- */
+
+int64_t fnq__linear_count(const struct fnq_irreps *in, const struct fnq_irreps *out)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < in->n_blocks; i++)
+        for (int32_t o = 0; o < out->n_blocks; o++)
+            if (in->block[i].l == out->block[o].l && in->block[i].parity == out->block[o].parity)
+                n += (int64_t)in->block[i].mul * out->block[o].mul;
+    return n;
+}
 
 int fnq__linear_build(struct fnq_linear *lin, const struct fnq_irreps *in,
                       const struct fnq_irreps *out, int32_t n_sets)
