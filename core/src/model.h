@@ -100,6 +100,8 @@ struct fnq_tp_path {
     int32_t mul;
     int32_t w_offset; /* first radial weight of this path; one weight per channel */
     int32_t n_pairs, n_terms;
+    /* read-only, shared by every path of the same (l1, l2, l3) in the process and owned by
+     * model_build.c (not freed with the model) */
     struct fnq_cg_pair *pairs;
     struct fnq_cg_term *terms;
 };

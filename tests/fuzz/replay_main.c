@@ -2,16 +2,34 @@
  * replay_main.c: a main() for the fuzz harnesses without libFuzzer, so that any build (GCC,
  * the sanitizer build of scripts/test-sanitize.sh) can run files through them: each argument
  * is a file, or a directory whose files are run in name order. Exit status 0 when every
- * input passed (a finding aborts). CTest's fuzz_replay runs the seeds and regressions this way.
+ * input passed (a finding aborts); an input that runs longer than REPLAY_TIMEOUT seconds is a
+ * hang and fails, as libFuzzer's -timeout does. CTest's fuzz_replay runs the seeds and
+ * regressions this way.
  */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#define REPLAY_TIMEOUT 30
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char current[4096];
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char a[] = "replay: FINDING: hang: more than 30 s on ";
+    if (write(2, a, sizeof(a) - 1) < 0 || write(2, current, strlen(current)) < 0 ||
+        write(2, "\n", 1) < 0) {
+    }
+    _exit(1);
+}
 
 static int run_file(const char *path)
 {
@@ -37,7 +55,10 @@ static int run_file(const char *path)
     uint8_t *exact = malloc(n ? n : 1);
     memcpy(exact, buf, n);
     free(buf);
+    snprintf(current, sizeof(current), "%s", path);
+    alarm(REPLAY_TIMEOUT);
     LLVMFuzzerTestOneInput(exact, n);
+    alarm(0);
     free(exact);
     return 0;
 }
@@ -49,6 +70,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    signal(SIGALRM, on_alarm);
     int failures = 0, runs = 0;
     for (int i = 1; i < argc; i++) {
         struct stat st;
