@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #define LINE_CAP 65536
+#define MAX_COLUMNS 512 /* per atom line */
 
 static int read_line(FILE *f, char *buf, int64_t *line)
 {
@@ -148,6 +149,13 @@ int xyz_read_frame(FILE *f, const char *name, int64_t *line, struct xyz_frame *f
                              name, (long long)*line, val);
                     goto done;
                 }
+                if (c->count > MAX_COLUMNS) {
+                    snprintf(err, err_cap,
+                             "%s:%lld: Properties column '%s' declares %d values per atom; at "
+                             "most %d are supported",
+                             name, (long long)*line, c->name, c->count, MAX_COLUMNS);
+                    goto done;
+                }
                 c->type = type[0];
                 ncols++;
                 q += consumed;
@@ -180,13 +188,24 @@ int xyz_read_frame(FILE *f, const char *name, int64_t *line, struct xyz_frame *f
                  (long long)*line);
         goto done;
     }
-    fr->symbols = calloc((size_t)(n > 0 ? n : 1), sizeof(*fr->symbols));
-    fr->positions = calloc((size_t)(n > 0 ? n : 1) * 3, sizeof(double));
-    if (!fr->symbols || !fr->positions) {
-        snprintf(err, err_cap, "out of memory for %lld atoms", n);
-        goto done;
-    }
+    /* The count line is only a claim: the arrays grow with the atom lines actually read, so a
+     * count that the file does not back with lines allocates nothing (truncated file below) */
+    long long cap = 0;
     for (long long i = 0; i < n; i++) {
+        if (i == cap) {
+            cap = cap ? (cap < n / 2 ? 2 * cap : n) : (n < 1024 ? n : 1024);
+            void *sym = realloc(fr->symbols, (size_t)cap * sizeof(*fr->symbols));
+            if (sym)
+                fr->symbols = sym;
+            void *pos = realloc(fr->positions, (size_t)cap * 3 * sizeof(double));
+            if (pos)
+                fr->positions = pos;
+            if (!sym || !pos) {
+                snprintf(err, err_cap, "%s:%lld: out of memory for %lld atoms", name,
+                         (long long)*line, cap);
+                goto done;
+            }
+        }
         if (!read_line(f, buf, line)) {
             snprintf(err, err_cap, "%s:%lld: file ends after %lld of %lld atoms (truncated file)",
                      name, (long long)*line + 1, i, n);
@@ -223,6 +242,14 @@ int xyz_read_frame(FILE *f, const char *name, int64_t *line, struct xyz_frame *f
                          name, (long long)*line, i, t);
                 goto done;
             }
+        }
+    }
+    if (n == 0) { /* an empty frame still has its (empty) arrays */
+        fr->symbols = calloc(1, sizeof(*fr->symbols));
+        fr->positions = calloc(3, sizeof(double));
+        if (!fr->symbols || !fr->positions) {
+            snprintf(err, err_cap, "out of memory");
+            goto done;
         }
     }
     rc = 1;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test suite: set up, build, run every CTest test (GPU tests skip without a GPU) except
 # those labelled slow, then the quick tests again under AddressSanitizer and
-# UndefinedBehaviorSanitizer (scripts/test-sanitize.sh). Arguments replace that selection and go
-# to ctest, e.g. `-L slow` (the 512-atom NVE run, ~25 minutes on 2 cores) or `-L lammps`.
+# UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), then a short fuzzing run of the model and
+# structure file readers, 60 s per reader (scripts/test-fuzz.sh; FNQ_FUZZ_SECONDS changes it, 0
+# skips it). Arguments replace that selection and go to ctest, e.g. `-L slow` (the 512-atom NVE
+# run, ~25 minutes on 2 cores) or `-L lammps`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --python
@@ -12,4 +14,7 @@ if (($#)); then
 else
   ctest --output-on-failure -j 2 -LE slow
   cd .. && scripts/test-sanitize.sh
+  if [ "${FNQ_FUZZ_SECONDS:-60}" != 0 ]; then
+    scripts/test-fuzz.sh "${FNQ_FUZZ_SECONDS:-60}"
+  fi
 fi

@@ -60,8 +60,8 @@ static enum fnq_status get_irreps(const cJSON *obj, const char *key, const char 
     if (!cJSON_IsString(v) || fnq__irreps_parse(v->valuestring, out) != 0)
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field '%s' is not an irreps string like \"8x0e+8x1o\" "
-                         "(at most %d blocks, l <= %d)",
-                         file, path, FNQ_MAX_BLOCKS, FNQ_MAX_L);
+                         "(at most %d blocks of at most %d channels, l <= %d)",
+                         file, path, FNQ_MAX_BLOCKS, FNQ_MAX_MUL, FNQ_MAX_L);
     return FNQ_STATUS_OK;
 }
 
@@ -124,6 +124,18 @@ static enum fnq_status read_linear(const struct fnqm_arrays *a, const cJSON *ref
 {
     const struct fnqm_array *e = find_array(a, ref);
     int32_t sets = (e && e->rec.ndim == 2) ? n_species : 1;
+    /* the array must hold the weights before they are allocated: a header's irreps can ask for
+     * any number of them; fnq__fnqm_array_get names the array and both shapes when not */
+    int64_t n_w = fnq__linear_count(in, out);
+    if (!e || e->rec.count != n_w * sets) {
+        int64_t shape[2] = {sets > 1 ? sets : n_w, n_w};
+        double *none = NULL;
+        enum fnq_status st = fnq__fnqm_array_get(a, path, ref, sets > 1 ? 2 : 1,
+                                                 sets > 1 ? shape : shape + 1, &none);
+        free(none);
+        if (st != FNQ_STATUS_OK)
+            return st;
+    }
     if (fnq__linear_build(lin, in, out, sets) != 0)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
     lin->species_indexed = e && e->rec.ndim == 2;
@@ -496,7 +508,9 @@ enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
     if (cJSON_IsString(notes))
         snprintf(m->notes, sizeof(m->notes), "%s", notes->valuestring);
     const cJSON *np = field(h, "num_parameters");
-    m->n_params = cJSON_IsNumber(np) ? (int64_t)np->valuedouble : a->n_values;
+    m->n_params = cJSON_IsNumber(np) && np->valuedouble >= 0 && np->valuedouble <= 9e15
+                      ? (int64_t)np->valuedouble
+                      : a->n_values;
 
     int32_t sh_natural = 1;
     FNQ_CHECK(read_species(h, file, m));

@@ -14,8 +14,9 @@ enum fnq_status fnq__json_number(const cJSON *obj, const char *file, const char 
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v)
         return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is missing", file, key);
-    if (!cJSON_IsNumber(v))
-        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not a number", file, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) /* cJSON reads 1e999 as inf */
+        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not a (finite) number",
+                         file, key);
     *out = v->valuedouble;
     return FNQ_STATUS_OK;
 }
@@ -91,5 +92,17 @@ enum fnq_status fnq__leaf_read(struct fnq_leaf_reader *r, const char *what, int3
     r->offset = rec.end;
     r->index++;
     r->n_values += rec.count;
+    return FNQ_STATUS_OK;
+}
+
+enum fnq_status fnq__leaf_room(const struct fnq_leaf_reader *r, const char *what, int64_t count)
+{
+    size_t left = r->offset < r->size ? r->size - r->offset : 0;
+    if (count < 0 || (uint64_t)count > left / 4)
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: %s: %lld values needed from array %d on, more than the %zu "
+                         "bytes left in the file hold: truncated file, or a header that does "
+                         "not match its arrays",
+                         r->file, what, (long long)count, r->index, left);
     return FNQ_STATUS_OK;
 }

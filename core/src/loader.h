@@ -28,6 +28,11 @@ struct fnq_leaf_reader {
 enum fnq_status fnq__leaf_read(struct fnq_leaf_reader *r, const char *what, int32_t ndim,
                                const int64_t *shape, double *out);
 
+/* Before allocating room for `count` values that the next records are to fill: the file must
+ * still hold that many values (4 bytes each at least, float32), so that a size the header
+ * declares but the file does not back is refused before anything is allocated. */
+enum fnq_status fnq__leaf_room(const struct fnq_leaf_reader *r, const char *what, int64_t count);
+
 /* Required header fields, with messages naming the field. */
 enum fnq_status fnq__json_number(const cJSON *obj, const char *file, const char *key, double *out);
 enum fnq_status fnq__json_int(const cJSON *obj, const char *file, const char *key, int64_t *out);

@@ -20,6 +20,7 @@
 #define FNQ_MAX_L 6          /* highest irrep degree supported anywhere */
 #define FNQ_MAX_BLOCKS 32    /* irrep blocks per feature vector */
 #define FNQ_MAX_MLP_LAYERS 8 /* linear layers of the radial MLP */
+#define FNQ_MAX_MUL (1 << 20) /* channels of one irrep block: keeps every dimension in int32 */
 
 enum fnq_act {
     FNQ_ACT_IDENTITY = 0,
@@ -99,6 +100,8 @@ struct fnq_tp_path {
     int32_t mul;
     int32_t w_offset; /* first radial weight of this path; one weight per channel */
     int32_t n_pairs, n_terms;
+    /* read-only, shared by every path of the same (l1, l2, l3) in the process and owned by
+     * model_build.c (not freed with the model) */
     struct fnq_cg_pair *pairs;
     struct fnq_cg_term *terms;
 };
@@ -196,6 +199,9 @@ void fnq__irreps_finalize(struct fnq_irreps *irreps);           /* compute offse
 void fnq__irreps_format(const struct fnq_irreps *irreps, char *buf, int cap);
 int fnq__irreps_find(const struct fnq_irreps *irreps, int32_t l, int32_t parity);
 
+/* Weights of one set of that linear (its n_w), without building it: what a loader checks
+ * against the values its file holds before fnq__linear_build allocates them. */
+int64_t fnq__linear_count(const struct fnq_irreps *in, const struct fnq_irreps *out);
 /* Linear with one instruction per (in block, out block) of equal irrep, e3nn fan-in scaling. */
 int fnq__linear_build(struct fnq_linear *lin, const struct fnq_irreps *in,
                       const struct fnq_irreps *out, int32_t n_sets);

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,7 @@ void fnq__model_release(struct fnq_model *m)
         free(L->sender_scale);
         for (int k = 0; k < FNQ_MAX_MLP_LAYERS; k++)
             free(L->radial.w[k]);
-        for (int32_t p = 0; L->paths && p < L->n_paths; p++) {
-            free(L->paths[p].pairs);
-            free(L->paths[p].terms);
-        }
-        free(L->paths);
+        free(L->paths); /* their CG terms are shared tables (path_cg_terms) */
         for (int b = 0; b < FNQ_MAX_BLOCKS; b++)
             free(L->norm_weight[b]);
     }
@@ -102,7 +99,8 @@ int fnq__irreps_parse(const char *text, struct fnq_irreps *out)
         if (*p == 'y') /* "1y": spherical harmonics parity */
             parity = (l % 2 == 0) ? 1 : -1;
         p++;
-        if (mul < 0 || l < 0 || l > FNQ_MAX_L || out->n_blocks >= FNQ_MAX_BLOCKS)
+        if (mul < 0 || mul > FNQ_MAX_MUL || l < 0 || l > FNQ_MAX_L ||
+            out->n_blocks >= FNQ_MAX_BLOCKS)
             return -1;
         if (mul == 0)
             continue;
@@ -137,6 +135,16 @@ int fnq__irreps_find(const struct fnq_irreps *irreps, int32_t l, int32_t parity)
 }
 
 /* ---- linear ---- */
+
+int64_t fnq__linear_count(const struct fnq_irreps *in, const struct fnq_irreps *out)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < in->n_blocks; i++)
+        for (int32_t o = 0; o < out->n_blocks; o++)
+            if (in->block[i].l == out->block[o].l && in->block[i].parity == out->block[o].parity)
+                n += (int64_t)in->block[i].mul * out->block[o].mul;
+    return n;
+}
 
 int fnq__linear_build(struct fnq_linear *lin, const struct fnq_irreps *in,
                       const struct fnq_irreps *out, int32_t n_sets)
@@ -188,40 +196,102 @@ static int irrep_key(int32_t l, int32_t parity, int jax_order)
     return l * 4 + (pkey + 1);
 }
 
-/* Clebsch-Gordan terms of one path, scaled by the uvu path coefficient sqrt(2 l3 + 1), grouped
- * by (m1, m3) so that the kernels do one channel-vector update per pair */
-static int path_cg_terms(struct fnq_tp_path *path)
+/* Clebsch-Gordan terms of one kind of path (l1, l2 -> l3), scaled by the uvu path coefficient
+ * sqrt(2 l3 + 1), grouped by (m1, m3) so that the kernels do one channel-vector update per
+ * pair. They depend on (l1, l2, l3) only, and fnq__cg_real costs O(d^6) (~30 ms for l = 6), so
+ * each kind is computed once per process and shared, read-only, by every path of that kind in
+ * every model: a header listing thousands of paths costs a pointer per path, not a table (a
+ * 68 KB .fnqm with 4096 paths of l = 6 took 134 s and 155 MB to load before). Two threads
+ * may both compute a table; the first stored wins, the other is freed. Never freed: at most
+ * (FNQ_MAX_L + 1)^3 small tables, reachable from here until exit. */
+struct cg_table {
+    int32_t n_pairs, n_terms;
+    struct fnq_cg_pair *pairs;
+    struct fnq_cg_term *terms;
+};
+static _Atomic(struct cg_table *) cg_tables[FNQ_MAX_L + 1][FNQ_MAX_L + 1][FNQ_MAX_L + 1];
+
+static void cg_table_free(struct cg_table *t)
 {
-    int d1 = 2 * path->l1 + 1, d2 = 2 * path->l2 + 1, d3 = 2 * path->l3 + 1;
-    double *c = malloc(sizeof(double) * (size_t)(d1 * d2 * d3));
-    path->terms = calloc((size_t)(d1 * d2 * d3), sizeof(struct fnq_cg_term));
-    path->pairs = calloc((size_t)(d1 * d3), sizeof(struct fnq_cg_pair));
-    if (!c || !path->terms || !path->pairs) {
-        free(c);
-        return -1;
+    if (t) {
+        free(t->pairs);
+        free(t->terms);
+        free(t);
     }
-    fnq__cg_real(path->l1, path->l2, path->l3, c);
+}
+
+static struct cg_table *cg_table_make(int l1, int l2, int l3)
+{
+    int d1 = 2 * l1 + 1, d2 = 2 * l2 + 1, d3 = 2 * l3 + 1;
+    double *c = malloc(sizeof(double) * (size_t)(d1 * d2 * d3));
+    struct cg_table *t = calloc(1, sizeof(*t));
+    if (!c || !t) {
+        free(c);
+        free(t);
+        return NULL;
+    }
+    fnq__cg_real(l1, l2, l3, c);
+    int32_t n_terms = 0, n_pairs = 0;
+    for (int m1 = 0; m1 < d1; m1++)
+        for (int m3 = 0; m3 < d3; m3++) {
+            int32_t before = n_terms;
+            for (int m2 = 0; m2 < d2; m2++)
+                n_terms += c[(m1 * d2 + m2) * d3 + m3] != 0.0;
+            n_pairs += n_terms > before;
+        }
+    t->terms = calloc((size_t)(n_terms > 0 ? n_terms : 1), sizeof(struct fnq_cg_term));
+    t->pairs = calloc((size_t)(n_pairs > 0 ? n_pairs : 1), sizeof(struct fnq_cg_pair));
+    if (!t->terms || !t->pairs) {
+        free(c);
+        cg_table_free(t);
+        return NULL;
+    }
     double coef = sqrt((double)d3);
     for (int m1 = 0; m1 < d1; m1++)
         for (int m3 = 0; m3 < d3; m3++) {
-            int first = path->n_terms;
+            int first = t->n_terms;
             for (int m2 = 0; m2 < d2; m2++) {
                 double v = c[(m1 * d2 + m2) * d3 + m3];
                 if (v == 0.0)
                     continue;
-                path->terms[path->n_terms].m2 = m2;
-                path->terms[path->n_terms].c = v * coef;
-                path->n_terms++;
+                t->terms[t->n_terms].m2 = m2;
+                t->terms[t->n_terms].c = v * coef;
+                t->n_terms++;
             }
-            if (path->n_terms > first) {
-                struct fnq_cg_pair *pr = &path->pairs[path->n_pairs++];
+            if (t->n_terms > first) {
+                struct fnq_cg_pair *pr = &t->pairs[t->n_pairs++];
                 pr->m1 = m1;
                 pr->m3 = m3;
                 pr->first = first;
-                pr->count = path->n_terms - first;
+                pr->count = t->n_terms - first;
             }
         }
     free(c);
+    return t;
+}
+
+static int path_cg_terms(struct fnq_tp_path *path)
+{
+    int l1 = path->l1, l2 = path->l2, l3 = path->l3;
+    if (l1 < 0 || l2 < 0 || l3 < 0 || l1 > FNQ_MAX_L || l2 > FNQ_MAX_L || l3 > FNQ_MAX_L)
+        return -1;
+    _Atomic(struct cg_table *) *slot = &cg_tables[l1][l2][l3];
+    struct cg_table *t = atomic_load(slot);
+    if (!t) {
+        struct cg_table *made = cg_table_make(l1, l2, l3), *none = NULL;
+        if (!made)
+            return -1;
+        if (atomic_compare_exchange_strong(slot, &none, made))
+            t = made;
+        else { /* another thread stored its table first */
+            cg_table_free(made);
+            t = none;
+        }
+    }
+    path->n_pairs = t->n_pairs;
+    path->n_terms = t->n_terms;
+    path->pairs = t->pairs;
+    path->terms = t->terms;
     return 0;
 }
 

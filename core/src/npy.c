@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NPY_MAX_HEADER 65535 /* a version 1 header's limit; ours are ~120 bytes */
+
 static const char *find_key(const char *hdr, size_t len, const char *key)
 {
     size_t kl = strlen(key);
@@ -51,7 +53,16 @@ int fnq__npy_parse(const uint8_t *buf, size_t size, size_t offset, struct fnq_np
                  offset);
         return -1;
     }
-    const char *hdr = (const char *)buf + hstart;
+    /* the dict, as a string of its own: nothing below reads past the header's end */
+    if (hlen > NPY_MAX_HEADER) {
+        snprintf(why, why_cap, "array header at byte %zu declares %zu bytes; at most %d are "
+                               "supported (corrupt file)",
+                 offset, hlen, NPY_MAX_HEADER);
+        return -1;
+    }
+    char hdr[NPY_MAX_HEADER + 1];
+    memcpy(hdr, buf + hstart, hlen);
+    hdr[hlen] = 0;
 
     const char *d = find_key(hdr, hlen, "'descr':");
     const char *f = find_key(hdr, hlen, "'fortran_order':");
@@ -92,14 +103,19 @@ int fnq__npy_parse(const uint8_t *buf, size_t size, size_t offset, struct fnq_np
             return -1;
         }
         rec->shape[rec->ndim++] = v;
-        rec->count *= v;
-        if (rec->count > (long long)size) { /* more elements than bytes: corrupt, and would
-                                              * overflow the size computation below */
+        /* more elements than the file has bytes: corrupt; checked before multiplying, so that
+         * neither the count nor the size computation below can overflow */
+        if (v > 0 && rec->count > (long long)size / v) {
             snprintf(why, why_cap, "array at byte %zu declares more elements than the file has "
                                    "bytes (corrupt file)", offset);
             return -1;
         }
+        rec->count *= v;
         s = end;
+    }
+    if (*s != ')') {
+        snprintf(why, why_cap, "bad shape in array header at byte %zu", offset);
+        return -1;
     }
     if (strcmp(rec->descr, "<f4") == 0 || strcmp(rec->descr, "<i4") == 0)
         rec->itemsize = 4;

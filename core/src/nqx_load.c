@@ -80,7 +80,8 @@ static enum fnq_status read_species(const cJSON *c, const char *file, struct fnq
     const cJSON *it;
     cJSON_ArrayForEach(it, zs)
     {
-        if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble ||
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0.0 && it->valuedouble <= 1000.0) ||
+            it->valuedouble != floor(it->valuedouble) ||
             !fnq__element_symbol((int32_t)it->valuedouble))
             return fnq__fail(FNQ_STATUS_FORMAT,
                              "%s: config field 'atomic_numbers' entry %d is not an atomic number",
@@ -237,13 +238,18 @@ static enum fnq_status build_layer(struct fnq_model *m, const struct nqx_config 
     L->radial.act = (struct fnq_activation){FNQ_ACT_SILU, 1.0};
     for (int32_t q = 0; q < L->radial.n_layers; q++) {
         int64_t shape[2] = {L->radial.size[q], L->radial.size[q + 1]};
-        L->radial.w[q] = malloc(sizeof(double) * (size_t)(shape[0] * shape[1]));
+        snprintf(name, sizeof(name), "layers[%d].radial_mlp.layers[%d].weights", i, q);
+        FNQ_CHECK(fnq__leaf_room(r, name, shape[0] * shape[1]));
+        L->radial.w[q] = malloc(sizeof(double) * (size_t)(shape[0] * shape[1] + 1));
         if (!L->radial.w[q])
             return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
-        snprintf(name, sizeof(name), "layers[%d].radial_mlp.layers[%d].weights", i, q);
         FNQ_CHECK(fnq__leaf_read(r, name, 2, shape, L->radial.w[q]));
     }
 
+    snprintf(name, sizeof(name), "the linears of layers[%d] (linear_1, linear_2, skip)", i);
+    FNQ_CHECK(fnq__leaf_room(r, name, fnq__linear_count(&L->in, &L->in) +
+                                          fnq__linear_count(&L->mid, &L->conv) +
+                                          fnq__linear_count(&L->in, &L->conv)));
     if (fnq__linear_build(&L->linear_1, &L->in, &L->in, 1) != 0 ||
         fnq__linear_build(&L->linear_2, &L->mid, &L->conv, 1) != 0 ||
         fnq__linear_build(&L->self_conn, &L->in, &L->conv, 1) != 0)
@@ -260,10 +266,11 @@ static enum fnq_status build_layer(struct fnq_model *m, const struct nqx_config 
         L->norm_eps = 1e-12;
         for (int32_t b = 0; b < L->conv.n_blocks; b++) {
             int64_t shape[1] = {L->conv.block[b].mul};
+            snprintf(name, sizeof(name), "layers[%d].layer_norm.affine_weight[%d]", i, b);
+            FNQ_CHECK(fnq__leaf_room(r, name, shape[0]));
             L->norm_weight[b] = malloc(sizeof(double) * (size_t)shape[0]);
             if (!L->norm_weight[b])
                 return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
-            snprintf(name, sizeof(name), "layers[%d].layer_norm.affine_weight[%d]", i, b);
             FNQ_CHECK(fnq__leaf_read(r, name, 1, shape, L->norm_weight[b]));
         }
     }
@@ -343,6 +350,8 @@ enum fnq_status fnq__nqx_build(const cJSON *config, struct fnq_leaf_reader *r,
     m->n_readout = 1;
     m->readout_irreps[0] = m->layers[m->n_layers - 1].out;
     fnq__irreps_parse("1x0e", &m->readout_irreps[1]);
+    FNQ_CHECK(fnq__leaf_room(r, "readout weights",
+                             fnq__linear_count(&m->readout_irreps[0], &m->readout_irreps[1])));
     if (fnq__linear_build(&m->readout[0], &m->readout_irreps[0], &m->readout_irreps[1], 1) != 0)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
     FNQ_CHECK(read_linear(r, &m->readout[0], &m->readout_irreps[0], &m->readout_irreps[1],

@@ -62,6 +62,33 @@ def main():
                "'avg_n_neighbors' is missing")
         expect(c, "a structure file given as the model", ["info", good], 2, "si.xyz",
                "not a model file")
+        # sizes the header declares but the file does not hold (found by tests/fuzz): refused
+        # before anything that size is allocated
+        bad = os.path.join(tmp, "widehidden.nqx")
+        open(bad, "wb").write(data.replace(b'"128x0e + ', b'"1000000x0e + ', 1))
+        expect(c, "hidden irreps wider than the file's weights", ["eval", bad, good], 2,
+               "widehidden.nqx", "values needed", "bytes left in the file")
+        bad = os.path.join(tmp, "mul2p31.nqx")
+        open(bad, "wb").write(data.replace(b'"128x0e + ', b'"2147483648x0e + ', 1))
+        expect(c, "a multiplicity beyond 32 bits", ["eval", bad, good], 2, "mul2p31.nqx",
+               "hidden_irreps", "not an irreps string")
+        # the first record's header, its shape replaced, padded to the same length
+        hlen = int.from_bytes(data[nl + 8:nl + 10], "little")
+        head = data[nl + 10:nl + 10 + hlen]
+        i = head.index(b"'shape': (")
+        j = head.index(b")", i) + 1
+        head2 = (head[:i] + b"'shape': (14, 9223372036854775807)" + head[j:]).rstrip()
+        head2 = head2.ljust(hlen - 1) + b"\n"
+        assert len(head2) == hlen
+        rec = data[nl:nl + 10] + head2 + data[nl + 10 + hlen:]
+        bad = os.path.join(tmp, "hugeshape.nqx")
+        open(bad, "wb").write(data[:nl] + rec)
+        expect(c, "an array shape whose product overflows", ["eval", bad, good], 2,
+               "hugeshape.nqx", "array 0", "more elements than the file has bytes")
+        bad = os.path.join(tmp, "infshift.nqx")
+        open(bad, "wb").write(data.replace(b'"shift": ', b'"shift": 1e999, "was": ', 1))
+        expect(c, "a number beyond float64 in the header", ["eval", bad, good], 2,
+               "infshift.nqx", "'shift'", "finite")
 
         # coordinates
         p = os.path.join(tmp, "nan.xyz")
@@ -95,6 +122,14 @@ def main():
         p = os.path.join(tmp, "lattice.xyz")
         open(p, "w").write('1\nLattice="1 0 0 0 1" Properties=species:S:1:pos:R:3\nSi 0 0 0\n')
         expect(c, "short lattice", ["eval", model, p], 2, "lattice.xyz:2", "Lattice")
+        p = os.path.join(tmp, "count.xyz")  # an atom count the lines do not back
+        open(p, "w").write("1000000000000\nProperties=species:S:1:pos:R:3\nSi 0 0 0\n")
+        expect(c, "atom count without atom lines", ["eval", model, p], 2, "count.xyz:4",
+               "1 of 1000000000000 atoms", "truncated")
+        p = os.path.join(tmp, "wide.xyz")
+        open(p, "w").write("1\nProperties=species:S:1:pos:R:3:a:R:2147483647\nSi 0 0 0 1\n")
+        expect(c, "a column of 2^31 values", ["eval", model, p], 2, "wide.xyz:2", "'a'",
+               "at most 512")
         expect(c, "missing structure file", ["eval", model, os.path.join(tmp, "none.xyz")], 2,
                "none.xyz")
 

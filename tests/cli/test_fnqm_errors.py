@@ -83,6 +83,18 @@ def main():
          lambda h: h["readout"]["irreps"].__setitem__(-1, "2x0e"), "readout")
     edit("resnet with different irreps", lambda h: h["layers"][0].update(resnet=True),
          "layers[0].resnet")
+    # sizes the header declares but the arrays do not hold (found by tests/fuzz): refused
+    # before the linear of that size is allocated
+    edit("message irreps far wider than the linear's array",
+         lambda h: h["layers"][0].update(irreps_gate_in="1000000x0e+6x1o+6x2e"),
+         "layers[0].linear_2", "has shape (180)", "the model needs (6000072)")
+    edit("a multiplicity beyond 32 bits",
+         lambda h: h["layers"][0].update(irreps_gate_in="2147483648x0e+6x1o+6x2e"),
+         "layers[0].irreps_gate_in", "irreps string")
+    h = json.loads(json.dumps(header))
+    h["cutoff"] = "@"
+    case("a number beyond float64 (1e999, read as infinity)",
+         joined(h, rest).replace(b'"@"', b"1e999"), "'cutoff'", "not a number")
 
     # any truncation point (loading) and any flipped byte (loading and evaluating): a clean
     # refusal or a (different) result, never a crash
