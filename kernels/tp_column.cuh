@@ -355,6 +355,10 @@ __device__ __forceinline__ void warp_sum_dy(const REAL *vy, REAL dt, int lane, u
 {
     constexpr int NV = NY + (DT ? 1 : 0);
     int idx;
+    /* the previous call's writer lanes (another lane may write a slot this time, dE/dt's
+     * above all) have written before this call reads: the shuffles below synchronise the
+     * warp's execution but not its shared-memory accesses (compute-sanitizer racecheck) */
+    __syncwarp();
     if constexpr (NV <= 8) {
         REAL v[NV];
 #pragma unroll
