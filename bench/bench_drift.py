@@ -37,35 +37,19 @@ import datetime
 import glob
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import time
 
+from machine import cpu_name, gpu_name
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_KEYS = ("cells", "steps", "device", "dtype", "temperature", "thermo", "seed")
 DT = 0.001    # ps: 1 fs (metal units)
 
 
-def gpu_name():
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                               "--format=csv,noheader"], capture_output=True,
-                              text=True).stdout.strip().splitlines()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def git_commit():
@@ -271,7 +255,7 @@ def main():
     mean_t = sum(r["Temp"] for r in series) / len(series)
     loop = sum(ch["loop_seconds"] or 0 for ch in state["chunks"])
     ms_step = 1e3 * loop / a.steps if loop else None
-    device = gpu_name() if a.device != "cpu" else None
+    device = gpu_name("memory.total") if a.device != "cpu" else None
     date = datetime.date.today().isoformat()
     short = re.sub(r"[^a-z0-9]+", "-", (device or "cpu").split(",")[0].lower()).strip("-")
     short = re.sub(r"^nvidia-", "", short)

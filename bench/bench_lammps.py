@@ -18,31 +18,16 @@ from the style's FNQ_TIMING report (rank 0).
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 
+from machine import cpu_name, gpu_name
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def gpu_name():
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True).stdout.strip().splitlines()[0]
-    except (OSError, IndexError):
-        return "unknown"
 
 
 def main():
@@ -104,7 +89,7 @@ def main():
                             rank0_mb_sent_per_step=float(moved.group(2)))
         print(json.dumps({
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
-            "dtype": a.dtype, "device": a.device, "gpu": gpu_name() if a.device != "cpu" else None,
+            "dtype": a.dtype, "device": a.device, "gpu": (gpu_name() or "unknown") if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "threads_per_rank": threads, "atoms": atoms, "steps": steps,
             "ms_per_step": round(1000 * seconds / steps, 1),
