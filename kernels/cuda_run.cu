@@ -52,7 +52,8 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
      * edge read (tp_column.cuh). Zeroed in every evaluation: a call with fewer owned atoms
      * than an earlier one (atoms that left a LAMMPS rank) would find an atom's old gradients
      * there, and the forces of every edge from a ghost would be wrong. */
-    for (int k = 0; k < 2; k++)
+    const bool lean = s->lean;
+    for (int k = 0; k < (lean ? 1 : 2); k++)
         FNQ_CUDA_CHECK(cudaMemsetAsync(s->ga[k].p + nl * dm.max_mid_tiled, 0,
                                        sizeof(REAL) * dm.max_mid_tiled, s->stream));
     if (ne > 0) {
@@ -74,8 +75,11 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.recv_start = s->recv_start.p;
         a.edge_send = s->edge_send.p;
         a.edge_recv = s->edge_recv.p;
-        a.A = s->msg.p;
-        a.a_stride = dm.max_mid;
+        /* the messages, in ga[1]: the forward pass writes dE/dA to ga[0] only (last layer),
+         * and the backward pass first writes ga[1] after the forward is done. Lean layout:
+         * in ga[0], but the last layer's, whose epilogue writes dE/dA there (cuda_state.cuh) */
+        a.A = !lean ? s->ga[1].p : a.last ? s->msg_last.p : s->ga[0].p;
+        a.a_stride = lean && a.last ? dm.layers[l].mid.dim : dm.max_mid;
         a.species = s->species.p;
         a.edge_feat = s->edge_feat.p;
         a.h1 = s->h1[l].p;
@@ -124,9 +128,11 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.layer = l;
         b.n_local = (int)nl;
         b.n_all = (int)na;
-        b.fused_epilogue = !ghosts;
+        b.fused_epilogue = !ghosts && !lean;
         b.dxpart = s->dxpart.p;
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
+        b.dx_busy = s->dx_busy.p;
+        b.dx_slots = s->dx_slots;
         b.recv_start = s->recv_start.p;
         b.edge_send = s->edge_send.p;
         b.species = s->species.p;
@@ -136,15 +142,17 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.edge_recv = s->edge_recv.p;
         b.h1 = s->h1[l].p;
         b.h1_table = dm.h1_table;
-        b.ga = s->ga[gc].p;
+        /* lean: the epilogue (its own kernel, below) writes the layer below's dE/dA over
+         * this layer's, which the edges are done with by then */
+        b.ga = s->ga[lean ? 0 : gc].p;
         b.ga_stride = dm.max_mid_tiled;
-        b.edge_ggeo = s->edge_ggeo;
+        b.edge_ggeo = s->edge_ggeo.p;
         b.first_ggeo = l == L - 1;
         b.dh1 = s->dh1.p;
         b.gpart_in = s->gp[gc].p;
         b.y_prev = l > 0 ? s->y[l - 1].p : nullptr;
         b.rho_prev = l > 0 ? s->rho[l - 1].p : nullptr;
-        b.ga_out = s->ga[gc ^ 1].p;
+        b.ga_out = s->ga[lean ? 0 : gc ^ 1].p;
         b.gpart_out = s->gp[gc ^ 1].p;
         b.W = dm.max_width;
         b.epi_len = s->epi_len;
@@ -152,7 +160,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.tf32 = s->opt.tf32;
         b.skip = s->opt.skip;
         if (s->opt.debug_layers)
-            debug_layer_sums(s, l, nl, "message gradient dE/dA", s->ga[gc].p, dm.max_mid_tiled,
+            debug_layer_sums(s, l, nl, "message gradient dE/dA", b.ga, dm.max_mid_tiled,
                              dm.layers[l].mid.tile_dim);
         FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
         s->launches_model++;
@@ -160,13 +168,15 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
+        }
+        if (l > 0 && !b.fused_epilogue) {
             FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
         }
         gc ^= 1;
     }
     if (ne > 0) {
-        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo,
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p,
                                         s->edge_grad.p, s->stream));
         s->launches_model++;
     }

@@ -25,11 +25,62 @@ enum fnq_status out_of_memory(size_t bytes, const char *what)
                      bytes / 1e6, what, dev, free_b / 1e6, total_b / 1e6);
 }
 
+/* FNQ_VERBOSE: the GPU memory of the context's buffers, by what they hold, as allocated (growth
+ * slack included) and per atom of the largest system so far (the performance issue's budget) */
+template <typename REAL> static void report_memory(const State<REAL> *s)
+{
+    struct Row {
+        const char *what;
+        size_t bytes;
+    } rows[] = {
+        {"sender features (per layer)", 0},
+        {"gate inputs and norm factors (per layer)", 0},
+        {"message gradients and messages", s->ga[0].bytes() + s->ga[1].bytes() +
+                                               s->msg_last.bytes()},
+        {"sender-gradient scratch", s->dxpart.bytes() + s->dx_busy.bytes()},
+        {"node features (2 buffers)", s->h[0].bytes() + s->h[1].bytes()},
+        {"feature gradients (2 buffers)", s->gp[0].bytes() + s->gp[1].bytes()},
+        {"ghost dE/dh1 rows", s->dh1.bytes()},
+        {"edge geometry (Y, radial)", s->edge_feat.bytes() + s->edge_ggeo.bytes()},
+        {"edge vectors and gradients", s->edge_vec.bytes() + s->edge_grad.bytes()},
+        {"edge lists", s->recv_start.bytes() + s->edge_send.bytes() + s->edge_recv.bytes() +
+                           s->send_start.bytes() + s->send_edges.bytes()},
+        {"neighbour search scratch",
+         s->wrap.bytes() + s->min_d2.bytes() + s->bin_start.bytes() + s->bin_atoms.bytes() +
+             s->atom_bin.bytes() + s->counts.bytes() + s->keys.bytes() + s->ids.bytes() +
+             s->cub_tmp.bytes() + s->limit_counts.bytes()},
+        {"caller's pairs", s->pair_recv.bytes() + s->pair_send.bytes() + s->pair_owner.bytes() +
+                               s->pair_shift.bytes() + s->pair_keys.bytes() + s->pair_ids.bytes() +
+                               s->pair_keys_sorted.bytes() + s->pair_ids_sorted.bytes() +
+                               s->pair_counts.bytes() + s->pair_min_d2.bytes()},
+        {"atoms (positions, species, results)",
+         s->pos.bytes() + s->species.bytes() + s->e_atom.bytes() + s->atom_energy.bytes() +
+             s->forces.bytes() + s->atom_virial.bytes()},
+    };
+    for (size_t l = 0; l < s->h1.size(); l++) {
+        rows[0].bytes += s->h1[l].bytes();
+        rows[1].bytes += s->y[l].bytes() + s->rho[l].bytes();
+    }
+    size_t all = 0;
+    for (const Row &r : rows)
+        all += r.bytes;
+    const double per = s->max_atoms > 0 ? 1.0 / (double)s->max_atoms : 0.0;
+    fprintf(stderr, "fusednequip cuda memory: %.1f MB of buffers for up to %lld atoms (%.0f bytes "
+                    "per atom, %s layout):\n", all / 1e6, (long long)s->max_atoms, all * per,
+            s->lean ? "lean" : "fast");
+    for (const Row &r : rows)
+        if (r.bytes)
+            fprintf(stderr, "  %-36s %10.1f MB %8.0f bytes/atom\n", r.what, r.bytes / 1e6,
+                    r.bytes * per);
+}
+
 template <typename REAL> void state_free(State<REAL> *s)
 {
     if (!s)
         return;
     cudaSetDevice(s->device);
+    if (s->opt.verbose)
+        report_memory(s);
     if (s->opt.timing && s->timed_calls > 0)
         fprintf(stderr, "fusednequip cuda timing: %lld calls, mean ms per call: graph %.3f, model "
                         "%.3f, results %.3f; CUDA graphs instantiated %lld\n",
@@ -146,6 +197,7 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
     FNQ_CUDA_CHECK(cudaSetDevice(device_id));
     State<REAL> *s = new State<REAL>();
     s->device = device_id;
+    cudaDeviceGetAttribute(&s->n_sm, cudaDevAttrMultiProcessorCount, device_id);
     s->opt = *opt;
     if (s->opt.skip)
         fprintf(stderr, "fusednequip: FNQ_SKIP=%d is set: the CUDA kernels leave stages out "
@@ -182,7 +234,7 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
     return FNQ_STATUS_OK;
 }
 
-/* The buffers of one system (nl owned atoms, na atoms, ne edges) but edge_ggeo_own, each
+/* The buffers of one system (nl owned atoms, na atoms, ne edges), each
  * through v(buffer, elements, what): counted, or grown. */
 template <typename REAL, typename V>
 static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
@@ -207,18 +259,30 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     }
     for (int k = 0; k < 2; k++) {
         FNQ_CHECK(v(s->h[k], (size_t)nl * dm.max_width, "node features"));
-        /* one more row, of zeros: what edges without a reverse edge read (tp_column.cuh) */
-        FNQ_CHECK(v(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients"));
         FNQ_CHECK(v(s->gp[k], (size_t)nl * dm.max_width, "feature gradients"));
     }
+    /* Message gradients, with one more row, of zeros: what edges without a reverse edge read
+     * (tp_column.cuh). Two buffers: a backward layer reads one while its fused epilogue writes
+     * the layer below's into the other; the forward pass's messages live in the second. The
+     * lean layout (State::lean) has one, and the last layer's messages a buffer of their own
+     * (cuda_run.cu). */
+    for (int k = 0; k < (s->lean ? 1 : 2); k++)
+        FNQ_CHECK(v(s->ga[k], (size_t)(nl + 1) * dm.max_mid_tiled, "message gradients"));
+    if (s->lean)
+        FNQ_CHECK(v(s->msg_last, (size_t)nl * dm.layers[dm.n_layers - 1].mid.dim, "messages"));
     int dx_dim = 1;
     for (int l = 0; l < dm.n_layers; l++)
         dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
-    FNQ_CHECK(v(s->msg, (size_t)nl * dm.max_mid, "messages"));
-    FNQ_CHECK(v(s->dxpart, (size_t)na * dx_dim, "sender-feature gradients"));
-    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, and on every rank of a
-     * caller's exchange (collective, also on a rank without ghosts) */
-    if (na > nl || exchange)
+    FNQ_CHECK(v(s->edge_ggeo, nf * ne, "edge geometry gradients"));
+    /* the backward kernels' per-block scratch (layer_backward.cuh): twice the blocks that fit
+     * on the GPU at once (two per multiprocessor), at most one per block */
+    const int64_t blocks = (std::max(nl, na - nl) + kNB - 1) / kNB;
+    s->dx_slots = (int)std::max<int64_t>(1, std::min<int64_t>(4 * (int64_t)s->n_sm, blocks));
+    FNQ_CHECK(v(s->dxpart, (size_t)s->dx_slots * kNB * dx_dim, "sender-feature gradients"));
+    FNQ_CHECK(v(s->dx_busy, (size_t)s->dx_slots, "sender-feature gradients"));
+    /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, on every rank of a
+     * caller's exchange (collective, also on a rank without ghosts), and in the lean layout */
+    if (na > nl || exchange || s->lean)
         FNQ_CHECK(v(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients"));
     FNQ_CHECK(v(s->e_atom, nl, "atomic energies"));
     FNQ_CHECK(v(s->atom_energy, nl, "atomic energies"));
@@ -232,29 +296,29 @@ enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne, bool
 {
     const DeviceModel<REAL> &dm = s->dm;
     int *ep = &s->epoch;
-    const size_t nf = (size_t)dm.geo.nsh + dm.geo.n_rfeat;
-    enum fnq_status st = system_buffers(s, nl, na, ne, exchange,
-                                        [&](auto &b, size_t n, const char *what) {
-                                            return ensure(b, n, what, ep);
-                                        });
-    /* the edge geometry's gradients live in the message buffer when it is large enough */
-    if (st == FNQ_STATUS_OK) {
-        if (sizeof(double) * nf * ne <= sizeof(REAL) * s->msg.cap) {
-            s->edge_ggeo = reinterpret_cast<double *>(s->msg.p);
-        } else {
-            st = ensure(s->edge_ggeo_own, nf * ne, "edge geometry gradients", ep);
-            s->edge_ggeo = s->edge_ggeo_own.p;
-        }
+    s->max_atoms = std::max(s->max_atoms, na);
+    auto grow = [&](auto &b, size_t n, const char *what) { return ensure(b, n, what, ep); };
+    if (s->opt.lean_memory)
+        s->lean = true;
+    enum fnq_status st = system_buffers(s, nl, na, ne, exchange, grow);
+    if (st == FNQ_STATUS_OUT_OF_MEMORY && !s->lean) {
+        /* too large for two message-gradient buffers: the lean layout, from now on */
+        fprintf(stderr, "fusednequip cuda: %lld atoms, %lld edges: the fast memory layout does not "
+                        "fit (%s); using the lean one (one message-gradient buffer, each "
+                        "layer's node backward as a kernel of its own)\n",
+                (long long)na, (long long)ne, fnq_last_error());
+        s->lean = true;
+        s->ga[1].release();
+        (*ep)++;
+        st = system_buffers(s, nl, na, ne, exchange, grow);
     }
     if (st == FNQ_STATUS_OUT_OF_MEMORY) {
         /* one buffer's size says little of the system's: add up all of them, as allocated */
         size_t all = 0;
         system_buffers(s, nl, na, ne, exchange, [&](auto &b, size_t n, const char *) {
-            all += sizeof(*b.p) * grown_size(n);
+            all += sizeof(*b.p) * grown_size(n, b.p != nullptr);
             return FNQ_STATUS_OK;
         });
-        if (sizeof(double) * nf * ne > sizeof(REAL) * grown_size((size_t)nl * dm.max_mid))
-            all += sizeof(double) * grown_size(nf * ne);
         char first[768];
         snprintf(first, sizeof(first), "%s", fnq_last_error());
         return fnq__fail(st, "%s; in all, this system's %lld atoms and %lld edges need %.3g MB of "
@@ -262,18 +326,6 @@ enum fnq_status reserve(State<REAL> *s, int64_t nl, int64_t na, int64_t ne, bool
                          first, (long long)na, (long long)ne, all / 1e6);
     }
     FNQ_CHECK(st);
-    /* the column passes index sender features and message gradients with 32-bit element
-     * offsets (tp_column.cuh); checked after the allocations, so that a system too large for
-     * the GPU's memory is reported as that */
-    int64_t widest = dm.max_mid_tiled;
-    for (int l = 0; l < dm.n_layers; l++)
-        widest = std::max<int64_t>(widest, dm.layers[l].in.tile_dim);
-    if ((na + 1) * widest > (int64_t)UINT32_MAX)
-        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                         "%lld atoms x %lld values per row exceed the CUDA kernels' 32-bit "
-                         "feature indices (at most %lld atoms per GPU for this model; use more "
-                         "GPUs or ranks)",
-                         (long long)na, (long long)widest, (long long)(UINT32_MAX / widest));
     return FNQ_STATUS_OK;
 }
 

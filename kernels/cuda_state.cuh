@@ -32,20 +32,29 @@ template <typename REAL> struct State {
     int EC_fwd = 32, EC_bwd = 32, epi_len = 1;
     size_t smem_fwd = 0, smem_bwd = 0;
     int epoch = 0; /* bumped when a buffer moves (device_buffer.cuh) */
+    int64_t max_atoms = 0; /* the largest system's atoms (ghosts included), for FNQ_VERBOSE */
 
     /* graph */
     DevBuf<int> species;
     DevBuf<double> pos, edge_vec, edge_grad;
     DevBuf<REAL> edge_feat; /* [n_edges][nsh + n_rfeat]: Y and radial features (edge_geometry.cu) */
-    /* [n_edges][nsh + n_rfeat]: their gradients, summed over the backward layers. They live in
-     * the message buffer, which the backward pass does not use, when it is large enough (it
-     * is for nequix-mp-1: 2,208 of its 5,472 floats per atom), else in edge_ggeo_own */
-    double *edge_ggeo = nullptr;
-    DevBuf<double> edge_ggeo_own;
+    /* [n_edges][nsh + n_rfeat]: their gradients, summed over the backward layers */
+    DevBuf<double> edge_ggeo;
     DevBuf<int64_t> recv_start, edge_send, edge_recv, send_start, send_edges;
     /* activations */
     std::vector<DevBuf<REAL>> h1, y, rho;
-    DevBuf<REAL> h[2], ga[2], gp[2], dh1, msg, dxpart;
+    /* ga[1] holds the forward pass's messages (cuda_run.cu); dxpart: dx_slots slots of the
+     * backward kernels' scratch, dx_busy their flags (layer_backward.cuh) */
+    DevBuf<REAL> h[2], ga[2], gp[2], dh1, dxpart;
+    /* The lean layout, for systems too large for the fast one (or FNQ_LEAN_MEMORY=1): one
+     * message-gradient buffer instead of two (ga[1] unused; 22 kB per atom for nequix-mp-1),
+     * each backward layer's node epilogue as a kernel of its own, the last layer's messages
+     * in msg_last. Once taken, kept by the context. */
+    bool lean = false;
+    DevBuf<REAL> msg_last;
+    DevBuf<int> dx_busy;
+    int dx_slots = 1;
+    int n_sm = 1; /* the GPU's multiprocessors */
     DevBuf<double> e_atom, forces, atom_virial, atom_energy, totals;
     /* neighbour list scratch */
     DevBuf<double> wrap, min_d2;

@@ -20,6 +20,7 @@ template <typename T> struct DevBuf {
     DevBuf &operator=(const DevBuf &) = delete;
     DevBuf(DevBuf &&o) noexcept : p(o.p), cap(o.cap) { o.p = nullptr, o.cap = 0; }
     ~DevBuf() { release(); }
+    size_t bytes() const { return cap * sizeof(T); }
     void release()
     {
         if (p)
@@ -46,10 +47,14 @@ template <typename T> struct PinnedBuf {
 /* The message of a failed allocation: what was needed, and what the device has free. */
 enum fnq_status out_of_memory(size_t bytes, const char *what);
 
-/* The elements a buffer grown for n gets: headroom, so that MD with changing atom or edge
- * counts does not reallocate (and re-record the graph) every step; 1/8 rather than more leaves
- * room for the largest systems */
-static inline size_t grown_size(size_t n) { return std::max<size_t>(n + n / 8, 16); }
+/* The elements a buffer for n gets: headroom, so that MD with changing atom or edge counts
+ * does not reallocate (and re-record the graph) every step. 1/64 at the first allocation, so
+ * that the largest systems fit (a one-off evaluation, or an MD run whose counts stay within
+ * it); 1/8 once a buffer had to grow, as MD with growing counts needs. */
+static inline size_t grown_size(size_t n, bool regrow)
+{
+    return std::max<size_t>(n + (regrow ? n / 8 : n / 64), 16);
+}
 
 /* At least n elements in b (zeroed when newly allocated), or an out-of-memory message naming
  * `what`. */
@@ -58,7 +63,7 @@ static enum fnq_status ensure(DevBuf<T> &b, size_t n, const char *what, int *epo
 {
     if (n <= b.cap && b.p)
         return FNQ_STATUS_OK;
-    const size_t want = grown_size(n);
+    const size_t want = grown_size(n, b.p != nullptr);
     b.release();
     (*epoch)++;
     cudaError_t err = cudaMalloc(&b.p, want * sizeof(T));
@@ -81,10 +86,10 @@ template <typename T> static enum fnq_status ensure(PinnedBuf<T> &b, size_t n, c
 {
     if (n <= b.cap && b.p)
         return FNQ_STATUS_OK;
+    const size_t want = grown_size(n, b.p != nullptr);
     if (b.p)
         cudaFreeHost(b.p);
     b.p = nullptr, b.cap = 0;
-    const size_t want = grown_size(n);
     cudaError_t err = cudaMallocHost(&b.p, want * sizeof(T));
     if (err == cudaErrorMemoryAllocation) {
         cudaGetLastError();

@@ -144,17 +144,17 @@ template <typename REAL> struct BwdLayout {
 };
 
 /* dE/dh1 of atoms [r0, r0+nb) in input-irreps layout, summed over the paths of each input block
- * in path order, from the per-path scratch rows (atoms without edges get zeros). The path
- * walk is shared by the block's atoms (the sums themselves are per atom, in the same order). */
+ * in path order, from the per-path scratch rows of the block's slot (rows: atom r0's; atoms
+ * without edges get zeros). The path walk is shared by the block's atoms (the sums themselves
+ * are per atom, in the same order). */
 template <typename REAL>
-__device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const REAL *dxpart,
+__device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const REAL *rows,
                               int dx_stride, int r0, int nb, REAL *dh1, int64_t sd)
 {
     bool has_edges[kNB];
 #pragma unroll
     for (int q = 0; q < kNB; q++)
         has_edges[q] = q < nb && start[r0 + q] != start[r0 + q + 1];
-    const REAL *rows = dxpart + (int64_t)r0 * dx_stride;
     for (int o = threadIdx.x; o < L.in.dim; o += blockDim.x) {
         const int b = block_of(L.in, o), mi = L.in.mul[b], in_off = L.in.off[b];
         const int rel = o - in_off, m1 = rel / mi, u = rel % mi;
@@ -244,9 +244,9 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
  * (Layer::units) over one atom's edges on its own, weights and dw/dt from the table, and sums dE/dt with
  * dE/dY in its parity's rows */
 template <typename REAL, bool GHOST, bool TAB>
-__global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
+__device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a,
+                                                     unsigned char *smem, REAL *dxrows)
 {
-    extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
     BwdLayout<REAL> lay;
     lay.init(L, a.prev, a.geo.lmax, a.EC, a.epi_len);
@@ -268,6 +268,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     REAL *sC = (REAL *)(smem + lay.off_c), *sDC = (REAL *)(smem + lay.off_dc);
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.tile_dim);
+    ca.dx_row0 = r0;
     if (TAB) {
         ca.tab = L.rtab;
         ca.knot = shared_offset(sKnot);
@@ -312,13 +313,13 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                     group_backward_dispatch<REAL>(un.z, ca, L.paths, L.utasks + un.x,
                                                   tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
                                                   a.ga_stride, a.n_local, need_dx || GHOST,
-                                                  GHOST, dyw, 2 * lay.nsh1, a.dxpart,
+                                                  GHOST, dyw, 2 * lay.nsh1, dxrows,
                                                   a.dx_stride);
                 else
                     column_backward_dispatch<true, REAL>(
                         ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
                         a.ga_stride, a.n_local, need_dx || GHOST, GHOST, 0, dyw, 2 * lay.nsh1,
-                        a.dxpart, a.dx_stride);
+                        dxrows, a.dx_stride);
             }
             ca.e_first = 0;
             ca.n = n;
@@ -350,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
                 column_backward_dispatch<false, REAL>(
                         ca, P, tk.y + lane, tk.w + lane - round.y, lane < tk.z, a.ga,
                         a.ga_stride, a.n_local, need_dx || GHOST, GHOST, shared_offset(sDR),
-                        shared_offset(sDYw + warp * lay.nsh), kWarps * lay.nsh, a.dxpart,
+                        shared_offset(sDYw + warp * lay.nsh), kWarps * lay.nsh, dxrows,
                         a.dx_stride);
             }
             __syncthreads();
@@ -440,13 +441,47 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     /* dE/dh1 of the block's atoms; with ghosts the epilogue runs after the reverse exchange */
     REAL *sDx = (REAL *)(smem + lay.off_dx);
     if (GHOST || !a.fused_epilogue) {
-        reduce_dxpart<REAL>(L, start, a.dxpart, a.dx_stride, r0, nb,
+        reduce_dxpart<REAL>(L, start, dxrows, a.dx_stride, r0, nb,
                             a.dh1 + (int64_t)r0 * L.in.dim, L.in.dim);
         return;
     }
-    reduce_dxpart<REAL>(L, start, a.dxpart, a.dx_stride, r0, nb, sDx, L.in.dim);
+    reduce_dxpart<REAL>(L, start, dxrows, a.dx_stride, r0, nb, sDx, L.in.dim);
     __syncthreads();
     backward_epilogue<REAL>(a, lay, smem, r0, nb, sDx, L.in.dim);
+}
+
+/* The kernel: the block's slot of the dxpart scratch is taken before its edges and given back
+ * after its epilogue. Slots are tried from blockIdx.x on; a block that finds them all taken
+ * waits for a running block to finish (there are more slots than blocks that fit on the GPU at
+ * once, so it rarely does). Layer 0 computes no dE/dh1 and takes none. */
+template <typename REAL, bool GHOST, bool TAB>
+__global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
+{
+    extern __shared__ __align__(32) unsigned char smem[];
+    const bool need_dx = GHOST || a.layer > 0;
+    int slot = 0;
+    if (need_dx) {
+        /* told to the block through the first word of shared memory, before the layer uses
+         * it (static shared memory would cost the second block per multiprocessor) */
+        if (threadIdx.x == 0) {
+            int k = blockIdx.x % a.dx_slots;
+            while (atomicCAS(a.dx_busy + k, 0, 1) != 0)
+                k = k + 1 == a.dx_slots ? 0 : k + 1;
+            *(int *)smem = k;
+        }
+        __syncthreads();
+        slot = *(const int *)smem;
+        __syncthreads();
+    }
+    REAL *dxrows = need_dx ? a.dxpart + (int64_t)slot * kNB * a.dx_stride : nullptr;
+    layer_backward_block<REAL, GHOST, TAB>(a, smem, dxrows);
+    if (need_dx) {
+        __syncthreads(); /* every read of the slot is done */
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicExch(a.dx_busy + slot, 0);
+        }
+    }
 }
 
 template <typename REAL>

@@ -30,8 +30,13 @@ template <typename REAL> struct BackwardArgs {
     /* outputs and scratch */
     double *edge_ggeo; /* [n_edges][nsh + n_basis]: dE/dY, dE/d(basis), summed over layers */
     int first_ggeo;    /* the first backward layer writes edge_ggeo instead of adding */
-    REAL *dxpart;      /* [n_all][dx_stride] per-path sender-feature gradients */
+    /* per-path sender-feature gradients of a block's kNB atoms, [kNB][dx_stride] per slot: a
+     * block holds one of dx_slots slots while it runs (dx_busy[slot] = 1), so the scratch is
+     * sized by the blocks that can run at once, not by the atoms (bench/NOTES.md, memory) */
+    REAL *dxpart;
     int dx_stride;
+    int *dx_busy;
+    int dx_slots;
     REAL *dh1;         /* [n_all][L.in.dim] dE/dh1 (when not fused, and for ghosts) */
     /* epilogue: dE/d(layer input) -> node backward of the layer below */
     const REAL *gpart_in; /* [n_local][W] self-connection and resnet part of dE/d(input) */

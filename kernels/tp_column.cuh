@@ -74,6 +74,7 @@ template <typename REAL> struct ColumnArgs {
      * weights; d/dt) */
     const REAL *tab;
     uint32_t knot, coef, dcoef;
+    int dx_row0; /* backward: the block's first atom, row 0 of its dxpart slot */
 };
 
 /* The per-kernel part of ColumnArgs: staged edges in shared memory (lay: the kernel's shared
@@ -96,6 +97,7 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.din = din;
     ca.tab = nullptr;
     ca.knot = ca.coef = ca.dcoef = 0;
+    ca.dx_row0 = 0;
     return ca;
 }
 
@@ -138,8 +140,9 @@ template <typename REAL> struct ColumnView {
     const REAL *h1;
     int din;
     /* Gathered rows are tiled (model_dev.cuh): the lane's values are kTile apart, so a row
-     * costs one 32-bit offset and one IMAD.WIDE, and its loads use constant offsets (with the
-     * ir_mul layout's stride of mul, each load needed two more instructions) */
+     * costs one wide multiply-add (64-bit: a million atoms' rows of 5,472 values pass 2^32),
+     * and its loads use constant offsets (with the ir_mul layout's stride of mul, each load
+     * needed two more instructions) */
     uint32_t in_lane; /* the lane's first sender feature in an h1 row */
     uint32_t ga_lane; /* its first message gradient in a dE/dA row */
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
@@ -182,12 +185,12 @@ template <typename REAL> struct ColumnView {
     __device__ __forceinline__ void msg_row(const REAL *base, uint32_t row, uint32_t stride,
                                             REAL (&g)[D]) const
     {
-        tiled_values<D>(base + (row * stride + ga_lane), g);
+        tiled_values<D>(base + ga_lane + (size_t)row * stride, g);
     }
     /* the lane's D sender features of h1 row `row` (sender_of) */
     template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
     {
-        tiled_values<D>(h1 + (row * (uint32_t)din + in_lane), x);
+        tiled_values<D>(h1 + in_lane + (size_t)row * (uint32_t)din, x);
     }
     /* w or dw/dt of edge e: f combined with its coefficients at `coefs` (radial_table.cuh) */
     __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
@@ -441,7 +444,7 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
             if (cur >= 0 && active && need_dx)
-                flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first,
+                flush_sums<T::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first,
                                   dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
@@ -485,7 +488,7 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
                                 dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
-        flush_sums<T::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);
+        flush_sums<T::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first, dxacc);
 }
 
 /* The backward pass as a separate function (exact-MLP kernel; see above). */

@@ -150,13 +150,13 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
         const int ri = c.receiver_of(e), i = ri & ~kFirstEdge;
         if (i != cur) {
             if (cur >= 0 && active && need_dx)
-                flush_sums<GL::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first,
+                flush_sums<GL::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first,
                                    dxacc);
             cur = i;
             first = (ri & kFirstEdge) != 0;
             zero_values<GL::D1>(dxacc);
             /* the receiver's message gradients of every slot */
-            const REAL *row = GA + rows.receiver(i) * (uint32_t)ga_stride;
+            const REAL *row = GA + (size_t)rows.receiver(i) * (uint32_t)ga_stride;
             static_for<GL::N>([&](auto K) {
                 constexpr int k = decltype(K)::value;
                 tiled_values<2 * Gr::L3[k] + 1>(row + ga[k], g + GL::acc_off(k));
@@ -165,7 +165,7 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
         const int j = c.sender_of(e);
         REAL x[GL::D1], y[GL::NY], h[4], hd[4], vy[GL::NY], dt = 0;
         c.x_row((uint32_t)j, x);
-        const REAL *rowj = GA + rows.reverse(j) * (uint32_t)ga_stride;
+        const REAL *rowj = GA + (size_t)rows.reverse(j) * (uint32_t)ga_stride;
 #pragma unroll
         for (int m = 0; m < GL::NY; m++) {
             y[m] = c.Y(e, m);
@@ -206,7 +206,7 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
                             dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
-        flush_sums<GL::D1>(dxpart + (int64_t)cur * dx_stride + dx_off, dx_mul, first, dxacc);
+        flush_sums<GL::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first, dxacc);
 }
 
 template <typename REAL>

@@ -45,4 +45,5 @@ void fnq__options_read(struct fnq_options *o)
     o->ec_fwd = edges_per_chunk("FNQ_EC_FWD");
     o->ec_bwd = edges_per_chunk("FNQ_EC_BWD");
     o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
+    o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
 }

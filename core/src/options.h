@@ -20,6 +20,7 @@ struct fnq_options {
     int no_groups;        /* FNQ_NO_GROUPS=1: every tensor-product path alone */
     int ec_fwd, ec_bwd;   /* FNQ_EC_FWD / FNQ_EC_BWD: edges per super-chunk (0: automatic) */
     int skip;             /* FNQ_SKIP: stages left out, for timing only (results WRONG) */
+    int lean_memory;      /* FNQ_LEAN_MEMORY=1: the GPU's lean buffer layout from the start */
 };
 
 /* The switches as the environment sets them now. */
