@@ -9,6 +9,7 @@ Decks are written to a temporary directory and run there; results come back from
 line of `run 0` (printed with 17 digits) and a dump sorted by atom id.
 """
 import os
+import shlex
 import subprocess
 import sys
 
@@ -49,7 +50,10 @@ def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
     path = os.path.join(workdir, "in.test")
     with open(path, "w") as f:
         f.write(os.environ.get("FNQ_LMP_PRELUDE", "") + "\n" + deck)
-    cmd = [lmp(), "-in", path, "-log", "none", "-echo", "screen"]
+    # FNQ_LMP_WRAPPER: a command that runs LAMMPS, e.g. "compute-sanitizer --tool memcheck
+    # --error-exitcode 99" (scripts/gpu-sanitize.sh), on every rank
+    cmd = shlex.split(os.environ.get("FNQ_LMP_WRAPPER", "")) + \
+        [lmp(), "-in", path, "-log", "none", "-echo", "screen"]
     env = dict(os.environ)
     # Open MPI: CI runs as root, and with more ranks than cores
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
