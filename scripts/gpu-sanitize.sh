@@ -55,11 +55,16 @@ for tool in memcheck racecheck initcheck synccheck; do
     --dtype float32 nequix-mp-1 /tmp/fnq-si64.xyz
   run $tool gpu_device_graph $b/tests/gpu_device_graph
   # ctest's own exit status: LAMMPS' 99 from the tool fails the test
-  run_lammps() { (cd $b && FNQ_LMP_WRAPPER="compute-sanitizer --tool $1 --error-exitcode 99" \
-                   ctest -R '^lammps_gpu$' --output-on-failure --timeout "${FNQ_SANITIZE_TIMEOUT:-900}"); }
-  [ -d $b/pair_style ] && run_ctest $tool lammps_gpu run_lammps $tool
+  [ -d $b/pair_style ] && FNQ_LMP_WRAPPER="compute-sanitizer --tool $tool --error-exitcode 99" \
+    run_ctest $tool lammps_gpu ctest --test-dir $b -R '^lammps_gpu$' --output-on-failure \
+    --timeout "${FNQ_SANITIZE_TIMEOUT:-900}"
 done
 run memcheck gpu_vs_cpu-no-oom $b/tests/gpu_vs_cpu --no-oom
+# the ghost-atom path (compute_graph with ghosts, per-layer exchange, the node backward as its
+# own kernel) on the GPU: mpi_halo's domains as threads
+for tool in memcheck racecheck; do
+  OMP_NUM_THREADS=1 run $tool mpi_halo_gpu $b/tests/mpi_halo --device cuda
+done
 if ((!quick)); then
   for tool in racecheck initcheck synccheck; do run $tool gpu_vs_cpu-no-oom $b/tests/gpu_vs_cpu --no-oom; done
 fi
