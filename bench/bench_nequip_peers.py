@@ -37,6 +37,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -262,7 +264,8 @@ def environment():
 
 def summary(rows):
     ok = [r for r in rows if "ms_per_step" in r]
-    sizes = sorted({r["atoms"] for r in ok} | {r["atoms"] for r in rows if "error" in r})
+    sizes = sorted({r["atoms"] for r in ok} |
+                   {r["atoms"] for r in rows if "error" in r and r["atoms"] is not None})
     cols = sorted({(r["peer"], r["mode"]) for r in ok},
                   key=lambda pm: (PEERS.index(pm[0]) if pm[0] in PEERS else 9, pm[1]))
     others = [p for p in PEERS if p != "fnq" and any(r["peer"] == p for r in ok)]
@@ -285,7 +288,8 @@ def summary(rows):
         bad = [r for r in rows if r.get("peer") == p and "error" in r]
         for r in bad:
             what = "out of memory" if r.get("oom") else "failed"
-            print(f"could not: {p} at {r['atoms']} atoms: {what} ({r['error'][:160]})")
+            where = f"at {r['atoms']} atoms" if r["atoms"] is not None else "after its last row"
+            print(f"could not: {p} {where}: {what} ({r['error'][:160]})")
     for n in sizes:
         ref = [r["energy"] for r in ok if r["atoms"] == n and r["peer"] == "fnq"
                and r["mode"] == "model"]
@@ -340,30 +344,38 @@ def main():
         if args.compiled:
             cmd += ["--compiled", os.path.abspath(args.compiled)]
         t0 = time.time()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=args.worker_timeout)
-            lines, err = proc.stdout.splitlines(), proc.stderr
-            if proc.returncode != 0:
-                err += f"\n[exit status {proc.returncode}]"
-        except subprocess.TimeoutExpired as e:
-            lines = (e.stdout or b"").decode().splitlines() if isinstance(e.stdout, bytes) \
-                else (e.stdout or "").splitlines()
-            err = f"timed out after {args.worker_timeout} s"
-            lines.append(json.dumps({"peer": peer, "error": err, "atoms": None}))
+        err_file = tempfile.TemporaryFile(mode="w+")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, text=True,
+                                env=env)
+        timer = threading.Timer(args.worker_timeout, proc.kill)
+        timer.start()
         got = 0
-        for line in lines:
-            if line.startswith("{"):
-                rec = json.loads(line)
-                if rec.get("atoms", 0) is not None:
-                    rows.append(rec)
-                got += 1
-                print(line, flush=True)
-                if out:
-                    out.write(line + "\n")
-                    out.flush()
+        for line in proc.stdout:  # each line as it comes: a kill keeps what was measured
+            line = line.rstrip("\n")
+            if not line.startswith("{"):
+                continue
+            rows.append(json.loads(line))
+            got += 1
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+        proc.wait()
+        timed_out = not timer.is_alive() and proc.returncode != 0
+        timer.cancel()
+        err_file.seek(0)
+        err = err_file.read()
+        if timed_out:
+            line = json.dumps({"peer": peer, "atoms": None, "error": f"worker timed out "
+                               f"after {args.worker_timeout:.0f} s (--worker-timeout)"})
+            rows.append(json.loads(line))
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+        elif proc.returncode != 0:
+            err += f"\n[exit status {proc.returncode}]"
         print(f"[{peer}] {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if got == 0 or (err and ("Traceback" in err or "exit status" in err)):
+        if got == 0 or "Traceback" in err or "exit status" in err:
             print(f"[{peer}] stderr tail:\n{err[-2500:]}", file=sys.stderr, flush=True)
     summary([r for r in rows if "atoms" in r])
 
