@@ -157,6 +157,8 @@ def worker_nequip(args, record, compiled):
     from nequip.utils.global_state import set_global_state
     if compiled:
         from nequip.model.inference_models import load_compiled_model
+        if args.device == "cuda":
+            import openequivariance  # noqa: F401 - registers the kernels' ops before the load
         path = args.compiled or os.path.join(args.models, NAME + "-oeq.nequip.pt2")
         model, _ = load_compiled_model(path, args.device)
         record.info = {"compiled": os.path.basename(path)}

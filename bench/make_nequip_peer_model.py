@@ -21,6 +21,12 @@ enable_OpenEquivariance` on the package (OUTDIR/nequip-peer-oeq.nequip.pt2): it 
 GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance JIT-builds there).
 With `--no-oeq`: the same without the modifier (e3nn tensor products, nequip-peer.nequip.pt2).
 
+openequivariance must be importable when `make` packages the model (on the CPU its source tree
+on PYTHONPATH is enough): torch.package lists an external module only if it was imported, and
+nequip-compile's enable_OpenEquivariance needs it listed. On the GPU machine, use its wheel
+with the precompiled extension (bench/NOTES.md): with the JIT-built one, nequip-compile's
+AOTInductor run crashed.
+
 OUTDIR/nequip-peer.json records the options. The files made here hold nequip's and e3nn's code
 (the package) and model weights: they stay out of the repository.
 """
@@ -139,6 +145,15 @@ def make(args):
     torch.save(torch.load(os.path.join(ckdir, "last.ckpt"), map_location="cpu",
                           weights_only=False), ckpt)
     pkg = os.path.join(out, NAME + ".nequip.zip")
+    # torch.package records an external module only when it is imported while packaging:
+    # without openequivariance importable here, nequip-compile's enable_OpenEquivariance
+    # later fails on the package ("No module named openequivariance in self-contained
+    # archive"). Its source tree on PYTHONPATH is enough (no GPU or build needed).
+    import importlib.util
+    if importlib.util.find_spec("openequivariance") is None:
+        print("make_nequip_peer_model: openequivariance is not importable: the package will "
+              "not compile with --modifiers enable_OpenEquivariance (put its source tree on "
+              "PYTHONPATH: bench/NOTES.md)", file=sys.stderr, flush=True)
     subprocess.run([sys.executable, "-m", "nequip.scripts.package", "build", ckpt, pkg],
                    check=True, cwd=work)
     fnqm = os.path.join(out, NAME + ".fnqm")

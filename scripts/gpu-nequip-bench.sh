@@ -20,6 +20,7 @@ if [ -z "${FNQ_LIBRARY:-}" ] && [ ! -f build-gpu/core/libfusednequip.so ]; then
 fi
 source scripts/gpu-nequip-env.sh
 python3 -c "import torch, nequip, jax; print('torch', torch.__version__, 'nequip', nequip.__version__, 'jax', jax.__version__, jax.devices())"
+python3 -c "import openequivariance._torch.extlib as e; print('openequivariance: precompiled extension', e.USE_PRECOMPILED_EXTENSION, 'loaded', e.BUILT_EXTENSION, e.BUILT_EXTENSION_ERROR or '')" 2>&1 | tail -1
 if [ ! -f "$models/nequip-peer.fnqm" ]; then
   python3 bench/make_nequip_peer_model.py make "$models" > "$out/make.log" 2>&1
   el "make rc $?"; grep -E "relative|FAILED" "$out/make.log"
