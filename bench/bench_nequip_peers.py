@@ -1,0 +1,386 @@
+"""fusednequip against nequip's own inference paths and a JAX NequIP, side by side in one run
+on one GPU.
+
+Workload: the NequIP-size model of bench/make_nequip_peer_model.py (nequip >= 0.7: 4 layers,
+l_max 2, 64 channels, 5 species, r_max 5 A, float32) on the 5-species rattled diamond lattice
+of bench/mixed_workload.py (8 * rep^3 atoms, ~28 neighbours each), energy + forces + stress
+(virial) per call. Each peer runs in its own process (one's memory pool or failure cannot touch
+another's), over the same structures and the same matscipy neighbour list:
+
+  fnq              this project, the model converted to .fnqm: compute_graph_device with the
+                   list as torch CUDA tensors (model; host arrays without a GPU: "inputs":
+                   "host"), and compute_periodic with the library's own GPU neighbour list
+                   (periodic)
+  nequip-compiled  nequip's fastest inference: the package compiled by nequip-compile with
+                   AOTInductor and, on the GPU, OpenEquivariance tensor products
+                   (.nequip.pt2; --compiled)
+  nequip-torch     nequip's eager PyTorch model from the package (e3nn tensor products;
+                   TorchScript is gone from PyTorch >= 2.10's nequip-compile)
+  nequip-jax       bench/nequip_jax_peer.py: a 3-layer NequIP of the same widths in JAX with
+                   e3nn-jax, jax.jit, random weights (its energy is not comparable; timed alone)
+
+Mode `model` times one call of the model on a graph already on the device (neighbour list
+given, as bench_peers.py does). Timing: two warm-up calls (compilation, autotuning, buffers),
+more for up to 1 s, then calls until --min-seconds or --max-repeats; the median is reported.
+Sizes go up until a peer runs out of memory: that size is reported as an error row and the peer
+stops there ("could not"); other errors are reported and the next size is tried.
+
+usage: python bench/bench_nequip_peers.py --models DIR [--sizes 8,10,16,20,25,32,40]
+           [--peers fnq,nequip-compiled,nequip-torch,nequip-jax] [--device cuda|cpu]
+           [--compiled DIR/nequip-peer-oeq.nequip.pt2] [--min-seconds 2] [--out FILE]
+DIR holds what make_nequip_peer_model.py made (nequip-peer.fnqm, .nequip.zip, .json and the
+compiled .nequip.pt2). One JSON line per (peer, mode, size), then the ms table and the ratios.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from machine import cpu_name, gpu_name  # noqa: E402
+from mixed_workload import atoms_of, mixed_crystal  # noqa: E402
+
+PEERS = ("fnq", "nequip-compiled", "nequip-torch", "nequip-jax")
+NAME = "nequip-peer"
+
+
+def median_seconds(fn, min_seconds, max_repeats):
+    fn()
+    fn()  # compilation, autotuning, buffer allocation
+    t0 = time.perf_counter()
+    for _ in range(18):
+        if time.perf_counter() - t0 > 1.0:
+            break
+        fn()
+    times = []
+    while len(times) < 3 or (sum(times) < min_seconds and len(times) < max_repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), len(times)
+
+
+def emit(rec):
+    print(json.dumps(rec), flush=True)
+
+
+def is_oom(err):
+    text = f"{type(err).__name__} {err}".lower()
+    return any(s in text for s in ("out of memory", "outofmemory", "resource_exhausted",
+                                   "resource exhausted", "cudaerrormemoryallocation"))
+
+
+def model_info(args):
+    with open(os.path.join(args.models, NAME + ".json")) as f:
+        return json.load(f)
+
+
+def neighbour_list(atoms, cutoff):
+    """Directed pairs (i receives from j), their integer cell shifts and Cartesian shifts."""
+    import matscipy.neighbours
+    i, j, shift = matscipy.neighbours.neighbour_list(
+        "ijS", positions=atoms.positions, cell=atoms.cell.array, pbc=atoms.pbc, cutoff=cutoff)
+    return i, j, shift, shift.astype(np.float64) @ atoms.cell.array
+
+
+def structure(args, rep):
+    info = model_info(args)
+    atoms = mixed_crystal(rep, info["type_names"])
+    return atoms, info
+
+
+def sync(device):
+    if device == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
+# --- workers: one per peer, each in its own process ------------------------------------------
+
+def worker_fnq(args, record):
+    from fusednequip import Context, Model
+    model = Model(os.path.join(args.models, NAME + ".fnqm"))
+    ctx = Context(model, device=args.device, dtype="float32")
+    record.info = {"fnq_device": ctx.device}
+
+    def run_size(rep):
+        atoms, info = structure(args, rep)
+        sp = model.species_indices(atoms.get_chemical_symbols())
+        i, j, _, shift = neighbour_list(atoms, model.cutoff)
+        pos, cell, pbc = atoms.positions, atoms.cell.array, atoms.pbc
+        if ctx.device == "cuda":
+            import torch
+
+            def dev(a, dtype):
+                return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device="cuda")
+            graph = (dev(pos, torch.float64), dev(sp, torch.int32), dev(i, torch.int64),
+                     dev(j, torch.int64), dev(shift, torch.float64))
+            torch.cuda.synchronize()
+            call, inputs = (lambda: ctx.compute_graph_device(*graph)), "device"
+        else:
+            call, inputs = (lambda: ctx.compute_graph(pos, sp, i, j, shift)), "host"
+        energy = call()[0]
+        t, n = median_seconds(call, args.min_seconds, args.max_repeats)
+        record("model", atoms, t, n, energy, len(i), inputs=inputs)
+        graph = call = None
+        t, n = median_seconds(lambda: ctx.compute(pos, sp, cell, pbc),
+                              args.min_seconds, args.max_repeats)
+        record("periodic", atoms, t, n, energy, len(i))
+    return run_size
+
+
+def nequip_data(atoms, info, device):
+    """nequip's own input dict (its from_ase and neighbour-list transform), on the device."""
+    import torch
+    from nequip.data import AtomicDataDict, from_ase
+    from nequip.data.transforms import NeighborListTransform
+    types = info["type_names"]
+    data = NeighborListTransform(r_max=info["options"]["r_max"])(from_ase(atoms))
+    type_of = {s: k for k, s in enumerate(types)}
+    data[AtomicDataDict.ATOM_TYPE_KEY] = torch.as_tensor(
+        [type_of[s] for s in atoms.get_chemical_symbols()], dtype=torch.int64)
+    data = AtomicDataDict.to_(data, torch.device(device))
+    return data, int(data[AtomicDataDict.EDGE_INDEX_KEY].shape[1])
+
+
+def worker_nequip(args, record, compiled):
+    import torch
+    import nequip
+    from nequip.utils.global_state import set_global_state
+    if compiled:
+        from nequip.model.inference_models import load_compiled_model
+        if args.device == "cuda":
+            import openequivariance  # noqa: F401 - registers the kernels' ops before the load
+        path = args.compiled or os.path.join(args.models, NAME + "-oeq.nequip.pt2")
+        model, _ = load_compiled_model(path, args.device)
+        record.info = {"compiled": os.path.basename(path)}
+    else:
+        from nequip.model.saved_models import load_saved_model
+        set_global_state()
+        model = load_saved_model(os.path.join(args.models, NAME + ".nequip.zip"),
+                                 compile_mode="eager").to(args.device).eval()
+        record.info = {}
+    record.info.update({"nequip": nequip.__version__, "torch": torch.__version__})
+
+    def run_size(rep):
+        atoms, info = structure(args, rep)
+        data, n_edges = nequip_data(atoms, info, args.device)
+        sync(args.device)
+
+        def call():
+            out = model(dict(data))
+            forces, stress = out["forces"], out["stress"]
+            sync(args.device)
+            return float(out["total_energy"].detach().sum()), forces, stress
+        energy = call()[0]
+        t, n = median_seconds(call, args.min_seconds, args.max_repeats)
+        record("model", atoms, t, n, energy, n_edges)
+        data = call = None
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    return run_size
+
+
+def worker_jax(args, record):
+    import jax
+    import jax.numpy as jnp
+    from nequip_jax_peer import NequIPJax
+    if args.device == "cpu":
+        jax.config.update("jax_platforms", "cpu")
+    info = model_info(args)
+    opts = info["options"]
+    features = opts["num_features"]
+    net = NequIPJax(num_species=len(info["type_names"]), num_layers=args.jax_layers,
+                    l_max=opts["l_max"], features=features, parity=opts["parity"],
+                    r_max=opts["r_max"], num_bessels=opts["num_bessels"],
+                    radial_width=opts["radial_mlp_width"],
+                    avg_num_neighbors=opts["avg_num_neighbors"])
+    step = net.jitted()
+    record.info = {"jax": jax.__version__, "jax_device": str(jax.devices()[0]),
+                   "layers": args.jax_layers}
+    type_of = {s: k for k, s in enumerate(info["type_names"])}
+
+    def run_size(rep):
+        atoms, info = structure(args, rep)
+        i, j, _, shift = neighbour_list(atoms, opts["r_max"])
+        graph = (jnp.asarray(atoms.positions, jnp.float32),
+                 jnp.asarray([type_of[s] for s in atoms.get_chemical_symbols()], jnp.int32),
+                 jnp.asarray(j, jnp.int32), jnp.asarray(i, jnp.int32),
+                 jnp.asarray(shift, jnp.float32))
+        jax.block_until_ready(graph)
+
+        def call():
+            out = step(*graph)
+            jax.block_until_ready(out)
+            return float(out[0])
+        energy = call()
+        t, n = median_seconds(call, args.min_seconds, args.max_repeats)
+        record("model", atoms, t, n, energy, len(i), layers=args.jax_layers)
+    return run_size
+
+
+def run_worker(args):
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    def record(mode, atoms, t, n, energy, edges, **extra):
+        emit({"peer": args.worker, "mode": mode, "atoms": len(atoms), "edges": edges,
+              "ms_per_step": 1e3 * t, "us_per_atom_step": 1e6 * t / len(atoms),
+              "repeats": n, "energy": energy, "device": args.device, **extra})
+    record.info = {}
+
+    if args.worker == "fnq":
+        run_size = worker_fnq(args, record)
+    elif args.worker == "nequip-jax":
+        run_size = worker_jax(args, record)
+    else:
+        run_size = worker_nequip(args, record, compiled=args.worker == "nequip-compiled")
+    emit({"peer": args.worker, "info": record.info})
+    for rep in sizes:  # one size at a time, so an out-of-memory ends only the larger sizes
+        try:
+            run_size(rep)
+        except Exception as err:  # noqa: BLE001 - report and go on with the next size
+            oom = is_oom(err)
+            emit({"peer": args.worker, "atoms": atoms_of(rep), "oom": oom,
+                  "error": f"{type(err).__name__}: {str(err)[:300]}"})
+            if oom:
+                break
+
+
+# --- driver -----------------------------------------------------------------------------------
+
+def environment():
+    info = {"python": sys.version.split()[0], "cpu": cpu_name(), "gpu": gpu_name()}
+    out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    info["fusednequip_commit"] = out.stdout.strip()
+    return info
+
+
+def summary(rows):
+    ok = [r for r in rows if "ms_per_step" in r]
+    sizes = sorted({r["atoms"] for r in ok} |
+                   {r["atoms"] for r in rows if "error" in r and r["atoms"] is not None})
+    cols = sorted({(r["peer"], r["mode"]) for r in ok},
+                  key=lambda pm: (PEERS.index(pm[0]) if pm[0] in PEERS else 9, pm[1]))
+    others = [p for p in PEERS if p != "fnq" and any(r["peer"] == p for r in ok)]
+    print("\nms per call, median (fnq model = compute_graph_device, periodic = own GPU list):")
+    print("\n| atoms | " + " | ".join(f"{p} {m}" for p, m in cols) + " | " +
+          " | ".join(f"{p} / fnq" for p in others) + " |")
+    print("|---" * (len(cols) + len(others) + 1) + "|")
+    for n in sizes:
+        t = {(r["peer"], r["mode"]): r["ms_per_step"] for r in ok if r["atoms"] == n}
+        err = {r["peer"]: ("OOM" if r.get("oom") else "error") for r in rows
+               if "error" in r and r["atoms"] == n}
+        cells = [f"{t[c]:.2f}" if c in t else err.get(c[0], "-") for c in cols]
+        ours = t.get(("fnq", "model"))
+        ratios = [f"{t[(p, 'model')] / ours:.2f}" if ours and (p, "model") in t else "-"
+                  for p in others]
+        print(f"| {n} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    print("\n(peer / fnq: the peer's model time over fnq's model time; > 1: fnq is faster. "
+          "nequip-jax has 3 layers, the others 4.)")
+    for p in PEERS:
+        bad = [r for r in rows if r.get("peer") == p and "error" in r]
+        for r in bad:
+            what = "out of memory" if r.get("oom") else "failed"
+            where = f"at {r['atoms']} atoms" if r["atoms"] is not None else "after its last row"
+            print(f"could not: {p} {where}: {what} ({r['error'][:160]})")
+    for n in sizes:
+        ref = [r["energy"] for r in ok if r["atoms"] == n and r["peer"] == "fnq"
+               and r["mode"] == "model"]
+        for r in ok:
+            if (r["atoms"] == n and r["peer"] in ("nequip-compiled", "nequip-torch") and ref
+                    and r["mode"] == "model"):
+                print(f"energy check {n} atoms, {r['peer']}: rel. diff to fnq "
+                      f"{abs(r['energy'] - ref[0]) / abs(ref[0]):.2e}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", required=True,
+                    help="folder with make_nequip_peer_model.py's files")
+    ap.add_argument("--compiled", help="the .nequip.pt2 (default: MODELS/nequip-peer-oeq."
+                                       "nequip.pt2)")
+    ap.add_argument("--sizes", default="8,10,16,20,25,32,40",
+                    help="repeats of the 8-atom cell: 8 -> 4,096 atoms, 10 -> 8,000, "
+                         "16 -> 32,768, 20 -> 64,000, 25 -> 125,000, 32 -> 262,144, "
+                         "40 -> 512,000")
+    ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cpu: try the script without a GPU")
+    ap.add_argument("--jax-layers", type=int, default=3)
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--max-repeats", type=int, default=50)
+    ap.add_argument("--worker-timeout", type=float, default=900.0)
+    ap.add_argument("--out", help="also append the JSON lines to this file")
+    ap.add_argument("--worker", choices=PEERS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.models = os.path.abspath(args.models)
+    if args.worker:
+        return run_worker(args)
+
+    out = open(args.out, "a") if args.out else None
+    env_line = json.dumps({"environment": environment(), "bench": "bench_nequip_peers",
+                           "model": model_info(args), "device": args.device})
+    print(env_line, flush=True)
+    if out:
+        out.write(env_line + "\n")
+    rows = []
+    for peer in args.peers.split(","):
+        if peer not in PEERS:
+            sys.exit(f"unknown peer {peer!r}; choose from {', '.join(PEERS)}")
+        env = dict(os.environ)
+        if peer != "nequip-jax":
+            env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer,
+               "--models", args.models, "--sizes", args.sizes, "--device", args.device,
+               "--jax-layers", str(args.jax_layers), "--min-seconds", str(args.min_seconds),
+               "--max-repeats", str(args.max_repeats)]
+        if args.compiled:
+            cmd += ["--compiled", os.path.abspath(args.compiled)]
+        t0 = time.time()
+        err_file = tempfile.TemporaryFile(mode="w+")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, text=True,
+                                env=env)
+        timer = threading.Timer(args.worker_timeout, proc.kill)
+        timer.start()
+        got = 0
+        for line in proc.stdout:  # each line as it comes: a kill keeps what was measured
+            line = line.rstrip("\n")
+            if not line.startswith("{"):
+                continue
+            rows.append(json.loads(line))
+            got += 1
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+                out.flush()
+        proc.wait()
+        timed_out = not timer.is_alive() and proc.returncode != 0
+        timer.cancel()
+        err_file.seek(0)
+        err = err_file.read()
+        if timed_out:
+            line = json.dumps({"peer": peer, "atoms": None, "error": f"worker timed out "
+                               f"after {args.worker_timeout:.0f} s (--worker-timeout)"})
+            rows.append(json.loads(line))
+            print(line, flush=True)
+            if out:
+                out.write(line + "\n")
+        elif proc.returncode != 0:
+            err += f"\n[exit status {proc.returncode}]"
+        print(f"[{peer}] {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        if got == 0 or "Traceback" in err or "exit status" in err:
+            print(f"[{peer}] stderr tail:\n{err[-2500:]}", file=sys.stderr, flush=True)
+    summary([r for r in rows if "atoms" in r])
+
+
+if __name__ == "__main__":
+    main()

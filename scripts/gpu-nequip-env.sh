@@ -1,0 +1,32 @@
+# Device-side environment for bench/bench_nequip_peers.py and bench/make_nequip_peer_model.py
+# (source it from the repository root; the GPU machines have no network). Installs the carried
+# wheels of .whl/nequip/ (nequip >= 0.7 and what it needs beyond the machine's PyTorch, e3nn
+# 0.6, e3nn-jax, OpenEquivariance; lists: bench/NOTES.md) into /tmp/site-nequip and points
+# Python at our library: $FNQ_LIBRARY if set, else build-gpu/core/libfusednequip.so
+# (scripts/gpu-build.sh). libcjson comes from the .deps/*.deb files when the system has none.
+# OpenEquivariance: its wheel built with its precompiled (stable-ABI) extension, which
+# AOTInductor packages load (bench/NOTES.md says how it is made); without one, its sdist's
+# source tree, which JIT-builds the extension on first use (fine for eager use, not for
+# nequip-compile's AOTInductor: that run crashed, 2026-11-24).
+set -e
+wheels=${FNQ_NEQUIP_WHEELS:-.whl/nequip}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site-nequip "$wheels"/*.whl
+oeq=
+if ! ls "$wheels"/openequivariance-*.whl > /dev/null 2>&1 && \
+    ls "$wheels"/openequivariance-*.tar.gz > /dev/null 2>&1; then
+  mkdir -p /tmp/site-nequip/oeq && tar xzf "$wheels"/openequivariance-*.tar.gz -C /tmp/site-nequip/oeq
+  oeq=$(ls -d /tmp/site-nequip/oeq/openequivariance-*/ | head -1)
+  oeq=:${oeq%/}
+fi
+if [ ! -f /usr/include/cjson/cJSON.h ] && [ -d .deps ] && [ ! -d /tmp/fnq-deps/usr ]; then
+  mkdir -p /tmp/fnq-deps && for f in .deps/*.deb; do dpkg -x "$f" /tmp/fnq-deps; done
+fi
+export PYTHONPATH=/tmp/site-nequip$oeq:$PWD/python:$PWD/bench
+export FNQ_LIBRARY=${FNQ_LIBRARY:-$PWD/build-gpu/core/libfusednequip.so}
+# OpenEquivariance's AOTInductor library is opened from C++: PyTorch's and its CUDA
+# libraries (nvrtc, cublas) must be found by name
+torchlibs=$(python3 -c "import os, glob, torch; d = os.path.dirname(torch.__file__); print(':'.join([d + '/lib'] + sorted(glob.glob(os.path.dirname(d) + '/nvidia/*/lib'))))")
+export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu:$torchlibs:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+set +e
