@@ -385,6 +385,9 @@ int PairFusedNequip::pack_forward_comm(int n, int *list, double *buf, int /*pbc_
 
 void PairFusedNequip::unpack_forward_comm(int n, int first, double *buf)
 {
+  // a rank without atoms has no rows (NULL), and LAMMPS still calls for each of its swaps with
+  // n = 0: memcpy from or to NULL is undefined even for 0 bytes (UndefinedBehaviorSanitizer)
+  if (n == 0) return;
   const int w = impl->width;
   if (impl->single_precision) {
     float *rows = static_cast<float *>(impl->rows) + (size_t) first * w;
@@ -399,6 +402,7 @@ void PairFusedNequip::unpack_forward_comm(int n, int first, double *buf)
 
 int PairFusedNequip::pack_reverse_comm(int n, int first, double *buf)
 {
+  if (n == 0) return 0;    // no rows on a rank without atoms (unpack_forward_comm)
   const int w = impl->width;
   if (impl->single_precision) {
     const float *rows = static_cast<const float *>(impl->rows) + (size_t) first * w;

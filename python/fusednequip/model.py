@@ -46,6 +46,11 @@ class Model:
         return out
 
 
+def _free_context(handle, model):
+    """fnq_ctx_free; `model` is held until then, since a model must outlive its contexts."""
+    lib.fnq_ctx_free(handle)
+
+
 class Context:
     """An evaluation context on one device, with buffers reused across calls."""
 
@@ -60,7 +65,10 @@ class Context:
                               ctypes.byref(handle))
         raise_for(st)
         self._handle = handle
-        self._finalizer = weakref.finalize(self, lib.fnq_ctx_free, handle)
+        # the model goes with the finalizer: the context reads it while being freed, and a
+        # model and its context collected together (a reference cycle) would otherwise run
+        # their finalizers in either order (AddressSanitizer: heap-use-after-free)
+        self._finalizer = weakref.finalize(self, _free_context, handle, model)
         self.device = Device(lib.fnq_ctx_device(handle)).name.lower()
         self.dtype = "float32" if lib.fnq_ctx_dtype(handle) == DType.F32 else "float64"
 

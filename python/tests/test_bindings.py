@@ -27,3 +27,25 @@ def test_enums_match_header(repo_root):
 def test_abi_version_matches_header(repo_root):
     m = re.search(r"#define FNQ_ABI_VERSION (\d+)", _header(repo_root))
     assert int(m.group(1)) == _lib.ABI_VERSION == _lib.lib.fnq_abi_version()
+
+
+def test_model_and_context_collected_together(repo_root):
+    """A model and its context that become garbage in one collection (a reference cycle) are
+    freed context first: the context reads its model while being freed. Before, the weakref
+    finalizers ran in the order of the collector's list, here the model's first
+    (AddressSanitizer in scripts/test-sanitize.sh: heap-use-after-free in fnq_ctx_free)."""
+    import gc
+
+    from fusednequip import Context, Model
+    path = os.path.join(repo_root, "tests", "fixtures", "nequip", "classic_l1_parity_2sp.fnqm")
+    gc.collect()
+    gc.disable()    # no automatic collection in between: both objects in one list, model first
+    try:
+        model = Model(path)
+        ctx = Context(model, device="cpu")
+        cycle = [model, ctx]
+        cycle.append(cycle)
+        del model, ctx, cycle
+        gc.collect()
+    finally:
+        gc.enable()

@@ -18,6 +18,11 @@ from cliutil import Checker, cli, eval_frames, model_dir, write_xyz  # noqa: E40
 from structures import write_data  # noqa: E402
 
 NKTV2P = 1602176.5    # LAMMPS metal units: bar per eV/A^3
+# the model of decks that name none (test_ranks, test_user_cases, test_loaders); it must have Si
+# and O. FNQ_LAMMPS_MODEL replaces nequix-mp-1: scripts/test-sanitize.sh gives a 35 KB NequIP
+# fixture (the style's code paths are the same; nequix-mp-1 under the sanitizers takes ~0.15 s
+# per atom and step on one core)
+MODEL = os.environ.get("FNQ_LAMMPS_MODEL") or "nequix-mp-1"
 THERMO = ["pe", "vol", "c_pesum"] + [f"c_vir[{k}]" for k in range(1, 7)] + \
          [f"c_vatsum[{k}]" for k in range(1, 7)]
 
@@ -28,6 +33,12 @@ def lmp():
         print(f"FNQ_LMP is not set to a LAMMPS executable ({exe})")
         sys.exit(1)
     return exe
+
+
+def require_model():
+    """Skip (exit 77) without the model directory, unless FNQ_LAMMPS_MODEL names the model."""
+    if not os.environ.get("FNQ_LAMMPS_MODEL"):
+        model_dir()
 
 
 def gpu_available():
@@ -71,7 +82,7 @@ def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
     return p.returncode, out
 
 
-def setup_lines(data_file, elements, model="nequix-mp-1", style_args="", boundary="p p p"):
+def setup_lines(data_file, elements, model=None, style_args="", boundary="p p p"):
     # the CPU float64 reference unless a test asks otherwise: `device auto` would take a GPU
     # where there is one, and float32 with it
     if "device" not in style_args:
@@ -84,11 +95,11 @@ atom_modify map array
 boundary {boundary}
 read_data {data_file}
 pair_style fusednequip {style_args}
-pair_coeff * * {model} {' '.join(elements)}
+pair_coeff * * {model or MODEL} {' '.join(elements)}
 """
 
 
-def single_point_deck(data_file, elements, comm="brick", style_args="", model="nequix-mp-1",
+def single_point_deck(data_file, elements, comm="brick", style_args="", model=None,
                       boundary="p p p"):
     """Energy, forces, virial, per-atom energy and per-atom virial of the structure as it is."""
     comm_lines = "comm_style tiled\nbalance 1.0 rcb\n" if comm == "tiled" else ""
@@ -144,7 +155,7 @@ def read_dump(path):
 
 
 def single_point(workdir, structure, elements, nprocs=1, comm="brick", style_args="",
-                 model="nequix-mp-1", boundary="p p p"):
+                 model=None, boundary="p p p"):
     """Run the single-point deck; returns a result dict in the conventions of `fusednequip eval`:
     energy, energies, forces (N x 3), virial (6, ASE order xx yy zz yz xz xy, eV), plus
     atom_virial_sum (6, same order) and the LAMMPS output."""

@@ -14,11 +14,12 @@ Structures:
   - 10 MD steps (NVE, 1200 K, neighbour lists rebuilt as atoms move between ranks) of the 8-atom
     cube and of a 72-atom quartz cell: final energy, forces and unwrapped positions.
 The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription.
+FNQ_LAMMPS_MODEL replaces nequix-mp-1 (lmputil.py; scripts/test-sanitize.sh gives a small fixture).
 """
 import os
 import tempfile
 
-from lmputil import Checker, flat, model_dir, read_dump, rel_diff, run_lammps, setup_lines
+from lmputil import Checker, flat, read_dump, rel_diff, require_model, run_lammps, setup_lines
 from lmputil import single_point, thermo_rows, write_data
 from structures import diamond_si, rattled, to_lammps_frame, triclinic_quartz
 
@@ -75,7 +76,7 @@ def compare(c, label, got, ref):
 
 
 def main():
-    model_dir()
+    require_model()
     c = Checker("LAMMPS on 1, 2, 4 ranks")
     si2, _ = to_lammps_frame({"symbols": ["Si", "Si"], "pbc": [True] * 3,
                               "cell": [[0.0, 2.715, 2.715], [2.715, 0.0, 2.715],

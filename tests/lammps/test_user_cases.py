@@ -4,6 +4,8 @@ same decks run on the GPU (CTest lammps_user_cases_gpu; exits 77 without a usabl
 
   FNQ_LAMMPS_DEVICE  cpu (default) | cuda | cuda:N     FNQ_LAMMPS_DTYPE  float64 (default) | float32
   FNQ_LAMMPS_COMM    the style's `comm` keyword (default: none given, i.e. auto)
+  FNQ_LAMMPS_MODEL   the model (default nequix-mp-1; lmputil.py): scripts/test-sanitize.sh
+                     runs the cases with a small NequIP fixture (Si, O; cutoff 4.5 A)
 
 "Equal" below: float64 within 1e-10 relative (energies, forces, velocities; positions 1e-10 A),
 the bar of lammps_ranks: the runs differ only in the order of float64 sums (1e-13 seen after 20
@@ -56,8 +58,8 @@ import sys
 import tempfile
 import time
 
-from lmputil import (Checker, NKTV2P, eval_frames, flat, gpu_available, lmp, max_abs, model_dir,
-                     rel_diff, run_lammps, thermo_rows, write_data, write_xyz)
+from lmputil import (MODEL, Checker, NKTV2P, eval_frames, flat, gpu_available, lmp, max_abs,
+                     rel_diff, require_model, run_lammps, thermo_rows, write_data, write_xyz)
 from cliutil import SKIP  # noqa: E402 (lmputil puts tests/cli on the path)
 from structures import diamond_si, rattled, supercell, alpha_quartz, to_lammps_frame
 
@@ -70,7 +72,6 @@ F64 = DTYPE == "float64"
 TOL = {"E": 1e-10, "F": 1e-10, "x": 1e-10, "sum": 1e-10} if F64 else \
       {"E": 1e-5, "F": 1e-3, "x": 1e-4, "sum": 1e-5}
 A = 5.43
-MODEL = "nequix-mp-1"
 
 
 def style():
@@ -584,7 +585,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", action="append", choices=sorted(CASES))
     a = ap.parse_args()
-    model_dir()
+    require_model()
     if DEVICE.startswith("cuda") and not gpu_available():
         sys.exit(SKIP)
     c = Checker(f"LAMMPS user cases ({DTYPE} on {DEVICE})")

@@ -83,7 +83,7 @@ def main():
 
     for label, s, elements, pub in cases:
         with tempfile.TemporaryDirectory() as tmp:
-            got = single_point(tmp, s, elements)
+            got = single_point(tmp, s, elements, model="nequix-mp-1")
             xyz = os.path.join(tmp, "s.xyz")
             write_xyz(xyz, s["symbols"], s["positions"], s["cell"], s["pbc"])
             ref = eval_frames("nequix-mp-1", xyz, "--dtype", "float64", "--device", "cpu")[0]
