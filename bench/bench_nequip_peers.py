@@ -34,7 +34,6 @@ compiled .nequip.pt2). One JSON line per (peer, mode, size), then the ms table a
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,25 +46,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from machine import cpu_name, gpu_name  # noqa: E402
 from mixed_workload import atoms_of, mixed_crystal  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 PEERS = ("fnq", "nequip-compiled", "nequip-torch", "nequip-jax")
 NAME = "nequip-peer"
-
-
-def median_seconds(fn, min_seconds, max_repeats):
-    fn()
-    fn()  # compilation, autotuning, buffer allocation
-    t0 = time.perf_counter()
-    for _ in range(18):
-        if time.perf_counter() - t0 > 1.0:
-            break
-        fn()
-    times = []
-    while len(times) < 3 or (sum(times) < min_seconds and len(times) < max_repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), len(times)
 
 
 def emit(rec):

@@ -28,33 +28,16 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from si_workload import ase_step_fn, si_crystal
+from timing import median_seconds
 
 PEERS = ("fnq", "nequix-jax", "nequix-torch", "nequix-oeq")
-
-
-def median_seconds(fn, min_seconds, max_repeats):
-    fn()
-    fn()  # compilation, autotuning, buffer allocation
-    t0 = time.perf_counter()
-    for _ in range(18):
-        if time.perf_counter() - t0 > 1.0:
-            break
-        fn()
-    times = []
-    while len(times) < 3 or (sum(times) < min_seconds and len(times) < max_repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), len(times)
 
 
 def emit(rec):

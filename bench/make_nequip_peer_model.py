@@ -46,59 +46,9 @@ from mixed_workload import SPECIES, mixed_crystal  # noqa: E402
 
 NAME = "nequip-peer"
 
-CONFIG = """
-run: [train]
-model_type_names: {types}
-data:
-  _target_: nequip.data.datamodule.ASEDataModule
-  seed: 1
-  train_file_path: {data}
-  val_file_path: {data}
-  transforms:
-    - _target_: nequip.data.transforms.ChemicalSpeciesToAtomTypeMapper
-      model_type_names: ${{model_type_names}}
-    - _target_: nequip.data.transforms.NeighborListTransform
-      r_max: {r_max}
-  train_dataloader:
-    _target_: torch.utils.data.DataLoader
-    batch_size: 2
-  val_dataloader:
-    _target_: torch.utils.data.DataLoader
-    batch_size: 2
-trainer:
-  _target_: lightning.Trainer
-  accelerator: cpu
-  max_epochs: 1
-  logger: false
-  enable_progress_bar: false
-  callbacks:
-    - _target_: lightning.pytorch.callbacks.ModelCheckpoint
-      dirpath: {ckdir}
-      save_last: true
-training_module:
-  _target_: nequip.train.NequIPLightningModule
-  loss:
-    _target_: nequip.train.EnergyForceLoss
-    per_atom_energy: true
-    coeffs:
-      total_energy: 1.0
-      forces: 1.0
-  val_metrics:
-    _target_: nequip.train.EnergyForceMetrics
-    coeffs:
-      total_energy_mae: 1.0
-      forces_mae: 1.0
-  optimizer:
-    _target_: torch.optim.Adam
-    lr: 0.001
-  model:
-    _target_: nequip.model.NequIPGNNModel
-    compile_mode: eager
-    seed: {seed}
-    model_dtype: {dtype}
-    type_names: ${{model_type_names}}
-{model}
-"""
+# nequip's training config, as the fixture generator writes it (one epoch on the CPU)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "fixtures", "nequip"))
+from generate import CURRENT_CONFIG as CONFIG  # noqa: E402
 
 
 def model_options(args):
