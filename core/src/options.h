@@ -20,7 +20,7 @@ struct fnq_options {
     int no_groups;        /* FNQ_NO_GROUPS=1: every tensor-product path alone */
     int ec_fwd, ec_bwd;   /* FNQ_EC_FWD / FNQ_EC_BWD: edges per super-chunk (0: automatic) */
     int skip;             /* FNQ_SKIP: stages left out, for timing only (results WRONG) */
-    int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: CPU memory for one round's pair weights (1024) */
+    int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */
 };
 
 /* The switches as the environment sets them now. */
