@@ -20,8 +20,8 @@ static enum fnq_status cpu_init(const struct fnq_model *m, enum fnq_dtype dtype,
     if (!s)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of host memory");
     s->dtype = dtype;
-    enum fnq_status st = dtype == FNQ_DTYPE_F32 ? fnq__cpu_init_f32(m, opt->debug_layers, &s->impl)
-                                                : fnq__cpu_init_f64(m, opt->debug_layers, &s->impl);
+    enum fnq_status st = dtype == FNQ_DTYPE_F32 ? fnq__cpu_init_f32(m, opt, &s->impl)
+                                                : fnq__cpu_init_f64(m, opt, &s->impl);
     if (st != FNQ_STATUS_OK) {
         free(s);
         return st;

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "cpu_eval.h"
+#include "options.h"
 #include "parallel.h"
 #include "radial.h"
 #include "sh.h"
@@ -21,9 +22,10 @@
 #define FABS fabs
 #include "cpu_eval.inc"
 
-enum fnq_status fnq__cpu_init_f64(const struct fnq_model *m, int debug_layers, void **state)
+enum fnq_status fnq__cpu_init_f64(const struct fnq_model *m, const struct fnq_options *opt,
+                                   void **state)
 {
-    return FN(state_init)(m, debug_layers, state);
+    return FN(state_init)(m, opt->debug_layers, (size_t)opt->cpu_pair_mb << 20, state);
 }
 void fnq__cpu_free_f64(void *state) { FN(state_free)(state); }
 enum fnq_status fnq__cpu_compute_f64(void *state, const struct fnq_graph *g,

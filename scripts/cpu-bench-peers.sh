@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The CPU path against Nequix's own JAX and PyTorch backends on the CPU (bench/bench_cpu_peers.py),
+# on this machine's cores: fusednequip float32 and float64 at THREADS (default 1,2,4,8,16),
+# nequix-jax and nequix-torch at PEER_THREADS (default 16), Si 512 and 4,096 atoms (SIZES 4,8),
+# JSON lines appended to $OUT/cpu-peers.jsonl (OUT default /tmp), then the table.
+#
+# Made for the GPU machines' 16-core host (offline): it builds a CPU-only library in build-cpu/
+# (cjson from .deps/*.deb where it is not installed, as scripts/gpu-build.sh does) and installs
+# the peers' wheels carried in .whl/ into /tmp/site, as scripts/gpu-bench-env.sh does:
+#   nequix-*.whl e3nn_jax-*.whl jraph-*.whl matscipy-*.whl ase-3*.whl ase_db_backends-*.whl
+# (jax, torch, e3nn, torch_geometric, equinox, numpy, scipy are preinstalled there). The model is
+# .models/nequix/nequix-mp-1.nqx (MODEL overrides). Each worker is pinned to the first T CPUs.
+# One device command may run 10 minutes: split the work, e.g.
+#   PEERS=fnq-f32,fnq-f64 scripts/cpu-bench-peers.sh
+#   PEERS=nequix-jax SIZES=4 scripts/cpu-bench-peers.sh   (then SIZES=8, then nequix-torch)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp}
+extra=()
+if [ ! -f /usr/include/cjson/cJSON.h ] && [ -d .deps ]; then
+  mkdir -p /tmp/fnq-deps
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fnq-deps; done
+  extra+=(-DCMAKE_INCLUDE_PATH=/tmp/fnq-deps/usr/include
+          -DCMAKE_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu)
+  export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [ ! -f build-cpu/core/libfusednequip.so ]; then
+  cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=Release -DFNQ_ENABLE_CUDA=OFF -DFNQ_BUILD_TESTS=OFF \
+    -DFNQ_BUILD_LAMMPS=OFF "${extra[@]}" >/dev/null || exit 1
+  cmake --build build-cpu -j "$(nproc)" --target fusednequip >/dev/null || exit 1
+fi
+if ls .whl/nequix-*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/nequix ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    .whl/nequix-*.whl .whl/e3nn_jax-*.whl .whl/jraph-*.whl .whl/matscipy-*.whl .whl/ase-3*.whl \
+    .whl/ase_db_backends-*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD/python PYTHONUNBUFFERED=1
+export FNQ_LIBRARY=$PWD/build-cpu/core/libfusednequip.so
+lscpu | grep -E "^Model name|^CPU\(s\)|^Thread|^NUMA node\(s\)" || true
+python3 bench/bench_cpu_peers.py --model "${MODEL:-$PWD/.models/nequix/nequix-mp-1.nqx}" \
+  --sizes "${SIZES:-4,8}" --threads "${THREADS:-1,2,4,8,16}" \
+  --peer-threads "${PEER_THREADS:-16}" \
+  --peers "${PEERS:-fnq-f32,fnq-f64,nequix-jax,nequix-torch}" \
+  --min-seconds "${MIN_SECONDS:-5}" --min-repeats "${MIN_REPEATS:-3}" \
+  --out "$out/cpu-peers.jsonl" 2>&1 | grep -v '^{'
