@@ -61,8 +61,8 @@ RATTLE = 0.1
 
 def si_rattled(rep):
     """rep^3 cubic diamond Si cells, each coordinate moved by U(-0.1, 0.1) A (seed 0)."""
-    from ase.build import bulk
-    atoms = bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
+    from si_workload import si_crystal  # ase: in the workers' environment
+    atoms = si_crystal(rep)
     rng = np.random.default_rng(0)
     atoms.positions = atoms.positions + rng.uniform(-RATTLE, RATTLE, atoms.positions.shape)
     atoms.wrap()
@@ -70,15 +70,8 @@ def si_rattled(rep):
 
 
 def ase_step_fn(atoms, rng):
-    """One MD-like step: positions moved around the start, then energy, forces, stress."""
-    base = atoms.positions.copy()
-
-    def step():
-        atoms.positions = base + rng.normal(0.0, 0.01, base.shape)
-        atoms.get_potential_energy()
-        atoms.get_forces()
-        atoms.get_stress()
-    return step
+    from si_workload import ase_step_fn as step_fn
+    return step_fn(atoms, rng)
 
 
 def median_seconds(fn, min_seconds, min_repeats, max_repeats):

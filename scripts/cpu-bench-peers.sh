@@ -16,14 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp}
-extra=()
-if [ ! -f /usr/include/cjson/cJSON.h ] && [ -d .deps ]; then
-  mkdir -p /tmp/fnq-deps
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fnq-deps; done
-  extra+=(-DCMAKE_INCLUDE_PATH=/tmp/fnq-deps/usr/include
-          -DCMAKE_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu)
-  export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+. scripts/device-deps.sh # extra: CMake arguments for the carried libcjson
 if [ ! -f build-cpu/core/libfusednequip.so ]; then
   cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=Release -DFNQ_ENABLE_CUDA=OFF -DFNQ_BUILD_TESTS=OFF \
     -DFNQ_BUILD_LAMMPS=OFF "${extra[@]}" >/dev/null || exit 1
