@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The first run on a machine of 2 or more GPUs (issue: runs on 2, 4 and 8 GPUs): builds LAMMPS
+# and the library (scripts/gpu-lammps.sh), times 1 rank on 1 GPU against one rank per GPU
+# through NCCL at 64,000 and 125,000 Si (bench/bench_lammps.py: the strong scaling of each
+# size; 125,000 on 2 GPUs against 64,000 on 1 is the weak scaling), runs the `multigpu` test
+# (NCCL without the harness against 1 rank), then comm staged beside NCCL if time is left.
+# JSON lines and the test log into $OUT. Needs .lammps-src, .deps, .models carried and the
+# usage (device machine): OUT=... scripts/gpu-multigpu.sh   (FNQ_SECONDS: the run's budget, 540)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models}
+. scripts/device-deps.sh # the carried libcjson on the library path
+out=${OUT:-/tmp} t0=$(date +%s)
+gpus=$(nvidia-smi -L | wc -l)
+threads=$(( $(nproc) / gpus ))
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+bash scripts/gpu-lammps.sh > /tmp/build.log 2>&1 || { tail -20 /tmp/build.log; exit 1; }
+echo "built in $(( $(date +%s) - t0 )) s"
+B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
+   --plugin build-gpu/pair_style/fusednequipplugin.so --device cuda --dtype float32 --steps 20"
+$B --cells 20,25 --configs 1x$threads,${gpus}x$threads --comm nccl | tee "$out/lammps-${gpus}gpus.jsonl"
+(cd build-gpu && ctest -R '^lammps_multigpu$' --output-on-failure > "$out/multigpu.log" 2>&1
+ echo "lammps_multigpu rc $?"; grep -E "rel|bitwise|SKIP|FAIL|passed|Failed" "$out/multigpu.log" | tail -25)
+left=$(( ${FNQ_SECONDS:-540} - $(date +%s) + t0 ))
+[ "$left" -gt 40 ] && timeout "$left" $B --cells 20,25 --configs ${gpus}x$threads --comm staged |
+  tee -a "$out/lammps-${gpus}gpus.jsonl"
+echo "done in $(( $(date +%s) - t0 )) s"
