@@ -161,9 +161,11 @@ def worker_nequip(args, record, compiled):
 
         def call():
             out = model(dict(data))
-            forces, stress = out["forces"], out["stress"]
+            # target ase: total energy and stress; pair_nequip: per-atom energies and virial
+            energy = out["total_energy"] if "total_energy" in out else out["atomic_energy"]
+            forces, virial = out["forces"], out["stress" if "stress" in out else "virial"]
             sync(args.device)
-            return float(out["total_energy"].detach().sum()), forces, stress
+            return float(energy.detach().sum()), forces, virial
         energy = call()[0]
         t, n = median_seconds(call, args.min_seconds, args.max_repeats)
         record("model", atoms, t, n, energy, n_edges)

@@ -16,8 +16,8 @@ float64, converted from its own checkpoint, OUTDIR/nequip-peer-float64.*) and th
 triclinic cell; it prints the largest differences (exit status 1 above 1e-10 / 1e-5 relative).
 `check OUTDIR` repeats only the check.
 
-`compile` runs `nequip-compile --mode aotinductor --target ase --device cuda --modifiers
-enable_OpenEquivariance` on the package (OUTDIR/nequip-peer-oeq.nequip.pt2): it must run on the
+`compile` runs `nequip-compile --mode aotinductor --target pair_nequip --device cuda --modifiers
+enable_OpenEquivariance` on the package (--target ase: with the stress; that compile crashed) (OUTDIR/nequip-peer-oeq.nequip.pt2): it must run on the
 GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance JIT-builds there).
 With `--no-oeq`: the same without the modifier (e3nn tensor products, nequip-peer.nequip.pt2).
 
@@ -236,8 +236,11 @@ def compile_aot(args):
     out = os.path.abspath(args.outdir)
     pkg = os.path.join(out, NAME + ".nequip.zip")
     target = os.path.join(out, NAME + ("" if args.no_oeq else "-oeq") + ".nequip.pt2")
+    # target pair_nequip (nequip's LAMMPS outputs: per-atom energies, forces, virial), not ase:
+    # ase adds the stress, whose cell determinant AOTInductor runs through its proxy executor,
+    # and that compile died with SIGSEGV on the H100 (2026-11-25; nequip issue #563)
     cmd = [sys.executable, "-m", "nequip.scripts.compile", pkg, target, "--mode", "aotinductor",
-           "--device", "cuda", "--target", "ase"]
+           "--device", "cuda", "--target", args.target]
     if not args.no_oeq:
         cmd += ["--modifiers", "enable_OpenEquivariance"]
     print(" ".join(cmd), flush=True)
@@ -262,6 +265,8 @@ def main():
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--no-oeq", action="store_true", help="compile: e3nn tensor products")
+    ap.add_argument("--target", default="pair_nequip", choices=("pair_nequip", "ase"),
+                    help="compile: nequip-compile's target (the bench reads either)")
     args = ap.parse_args()
     if args.step == "make":
         make(args)
