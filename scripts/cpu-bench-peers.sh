@@ -10,8 +10,10 @@
 #   nequix-*.whl e3nn_jax-*.whl jraph-*.whl matscipy-*.whl ase-3*.whl ase_db_backends-*.whl
 # (jax, torch, e3nn, torch_geometric, equinox, numpy, scipy are preinstalled there). The model is
 # .models/nequix/nequix-mp-1.nqx (MODEL overrides). Each worker is pinned to the first T CPUs.
-# One device command may run 10 minutes: split the work, e.g.
-#   PEERS=fnq-f32,fnq-f64 scripts/cpu-bench-peers.sh
+# One device command may run 10 minutes: split the work, and give WORKER_TIMEOUT (s) below the
+# call's limit: a `timeout` around this script ends the script, not the workers it started, and
+# those then load the host for the next call (2026-11-25). E.g.
+#   PEERS=fnq-f32,fnq-f64 scripts/cpu-bench-peers.sh   (MODES=model: the model call only)
 #   PEERS=nequix-jax SIZES=4 scripts/cpu-bench-peers.sh   (then SIZES=8, then nequix-torch)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,5 +36,6 @@ python3 bench/bench_cpu_peers.py --model "${MODEL:-$PWD/.models/nequix/nequix-mp
   --sizes "${SIZES:-4,8}" --threads "${THREADS:-1,2,4,8,16}" \
   --peer-threads "${PEER_THREADS:-16}" \
   --peers "${PEERS:-fnq-f32,fnq-f64,nequix-jax,nequix-torch}" \
-  --min-seconds "${MIN_SECONDS:-5}" --min-repeats "${MIN_REPEATS:-3}" \
+  --min-seconds "${MIN_SECONDS:-5}" --min-repeats "${MIN_REPEATS:-3}" --modes "${MODES:-model,ase}" \
+  --worker-timeout "${WORKER_TIMEOUT:-7200}" \
   --out "$out/cpu-peers.jsonl" 2>&1 | grep -v '^{'
