@@ -6,11 +6,12 @@ One LAMMPS run (pair_style fusednequip dtype float32 device cuda, nequix-mp-1, o
 4,096 diamond Si at 300 K, NVE, 20 steps writing `restart 10 si.*.restart`, then
 `write_restart si-before.restart`, then `replicate k k k` to 4,096 k^3 atoms and `run 10`.
 k is chosen from the GPU's memory (nvidia-smi) so that the system needs about 1.5x more
-than the GPU has: the library needs ~120 kB of device memory per Si atom in float32 (on the
-80 GB H100, 592,704 atoms fit and 681,472 do not: README, bench/NOTES.md), so k = 7 (1.4 M
-atoms) on an 80 GB H100 and k = 8 (2.1 M) on a 141 GB H200. LAMMPS itself then needs a few
+than the GPU has in the library's lean layout, the one it falls back to when the fast one does
+not fit: ~72 kB of device memory per Si atom in float32 (on the 80 GB H100, 1,000,000 atoms
+fit and 1,191,016 do not: README, bench/NOTES.md v11), so k = 8 (2.1 M atoms) on an 80 GB
+H100 and k = 10 (4.1 M) on a 141 GB H200. LAMMPS itself then needs a few
 kB of host memory per atom (its full neighbour list with the skin, ~107 pairs per atom, and
-the pair style's copy of it): ~4 GB at 1.4 M atoms; the test skips when the host has less
+the pair style's copy of it): ~8 GB at 2.1 M atoms; the test skips when the host has less
 than twice its estimate available.
 
 Checked:
@@ -50,7 +51,7 @@ import time
 from lmputil import Checker, gpu_available, model_dir, run_lammps, thermo_rows
 from cliutil import SKIP
 
-BYTES_PER_ATOM = 120e3       # device memory per Si atom, float32, nequix-mp-1 (see above)
+BYTES_PER_ATOM = 72e3        # device memory per Si atom, float32, lean layout (see above)
 HOST_BYTES_PER_ATOM = 4e3    # LAMMPS + the pair style's pair arrays, per atom (see above)
 OOM = re.compile(r"GPU out of memory: ([\d.e+]+) MB needed for (.+?), device (\d+) has "
                  r"([\d.e+]+) MB free of ([\d.e+]+) MB")
