@@ -26,6 +26,7 @@ of this invocation; its first chunk always starts), is continued by the same com
 first. The report is written when all steps are done.
 
   bench/bench_drift.py [--steps 100000] [--chunk 25000] [--cells 8] [--device cuda]
+                       [--ranks 1] [--comm auto]
                        [--dtype float32] [--temperature 300] [--thermo 1000]
                        [--lmp /tmp/fnq-lammps/lmp] [--plugin build-gpu/pair_style/...so]
                        [--max-seconds 540] [--workdir DIR] [--results-dir DIR] [--fresh]
@@ -43,10 +44,11 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_name, gpu_name
+from machine import cpu_name, gpu_count, gpu_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG_KEYS = ("cells", "steps", "device", "dtype", "temperature", "thermo", "seed")
+CONFIG_KEYS = ("cells", "steps", "device", "dtype", "temperature", "thermo", "seed", "ranks",
+               "comm")
 DT = 0.001    # ps: 1 fs (metal units)
 
 
@@ -100,7 +102,7 @@ timestep {DT}
 def chunk_deck(a, prelude, restart, upto, out_restart):
     start = setup_deck(a) if restart is None else f"read_restart {restart}\n"
     return f"""{prelude}
-{start}pair_style fusednequip dtype {a.dtype} device {a.device}
+{start}pair_style fusednequip dtype {a.dtype} device {a.device} comm {a.comm}
 pair_coeff * * nequix-mp-1 Si
 fix md all nve
 thermo_style custom step temp pe ke etotal press
@@ -162,6 +164,10 @@ def main():
     ap.add_argument("--plugin", default=None, help="`plugin load` this first (an lmp with "
                                                    "PLUGIN; default: found next to the build)")
     ap.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS for LAMMPS")
+    ap.add_argument("--ranks", type=int, default=1, help="MPI ranks (mpiexec -n; on a node of "
+                    "several GPUs, one GPU per rank)")
+    ap.add_argument("--comm", default="auto", help="the pair style's ghost exchange (auto, nccl, "
+                    "ipc, staged, host)")
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="start no chunk expected to end later than this after the start")
     ap.add_argument("--workdir", default=None)
@@ -173,7 +179,8 @@ def main():
     plugin = a.plugin or default_plugin(lmp)
     prelude = f"plugin load {os.path.abspath(plugin)}" if plugin else ""
     natoms = 8 * a.cells ** 3
-    tag = f"{natoms}atoms-{a.device}-{a.dtype}-{a.steps}steps"
+    tag = f"{natoms}atoms-{a.device}-{a.dtype}-{a.steps}steps" + (
+        f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else "")
     workdir = a.workdir or os.path.join(
         ROOT, "build-gpu" if os.path.isdir(os.path.join(ROOT, "build-gpu")) else "build",
         f"drift-{tag}")
@@ -215,8 +222,10 @@ def main():
         print(f"bench_drift: chunk {k}: steps {done} -> {upto} ({natoms} atoms, {a.device} "
               f"{a.dtype}) in {workdir}", flush=True)
         t0 = time.time()
-        p = subprocess.run([lmp, "-in", os.path.basename(deck), "-log", log, "-screen", "none"],
-                           cwd=workdir, env=env, capture_output=True, text=True)
+        cmd = [lmp, "-in", os.path.basename(deck), "-log", log, "-screen", "none"]
+        if a.ranks > 1:
+            cmd = ["mpiexec", "-n", str(a.ranks)] + cmd
+        p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
         seconds = time.time() - t0
         text = open(os.path.join(workdir, log)).read() if os.path.exists(
             os.path.join(workdir, log)) else ""
@@ -260,8 +269,9 @@ def main():
     short = re.sub(r"[^a-z0-9]+", "-", (device or "cpu").split(",")[0].lower()).strip("-")
     short = re.sub(r"^nvidia-", "", short)
     os.makedirs(a.results_dir, exist_ok=True)
+    ranks = f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else ""
     out = os.path.join(a.results_dir,
-                       f"{date}-drift-{short}-{natoms}atoms-{a.dtype}-{a.steps}steps.txt")
+                       f"{date}-drift-{short}-{natoms}atoms-{a.dtype}-{a.steps}steps{ranks}.txt")
     lines = [
         f"# bench/bench_drift.py: NVE energy drift, LAMMPS pair_style fusednequip",
         f"date: {date}",
@@ -269,6 +279,8 @@ def main():
         f"host cpu: {cpu_name()}",
         f"commit: {git_commit()}",
         f"lammps: {lmp}" + (f" (plugin {plugin})" if plugin else ""),
+        f"ranks: {a.ranks}, comm {a.comm}"
+        + (f", gpus {min(a.ranks, gpu_count())}" if a.device != "cpu" else ""),
         f"system: diamond Si a = 5.43 A, {a.cells}^3 cells, {natoms} atoms, nequix-mp-1, "
         f"dtype {a.dtype}, displaced <= 0.08 A, velocities for {a.temperature:g} K "
         f"(seed {a.seed})",

@@ -23,11 +23,9 @@ import subprocess
 import sys
 import tempfile
 
-from machine import cpu_name, gpu_name
+from machine import cpu_name, gpu_count, gpu_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 
 
 def main():
@@ -91,6 +89,7 @@ def main():
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
             "dtype": a.dtype, "device": a.device, "gpu": (gpu_name() or "unknown") if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
+            "gpus": min(ranks, gpu_count()) if a.device != "cpu" else 0,
             "threads_per_rank": threads, "atoms": atoms, "steps": steps,
             "ms_per_step": round(1000 * seconds / steps, 1),
             "atom_steps_per_s": round(atoms * steps / seconds, 1), **exchange, **parts}),

@@ -1,4 +1,4 @@
-"""What a benchmark ran on, for its result lines: the CPU's and the GPU's names."""
+"""What a benchmark ran on, for its result lines: the CPU's and the GPU's names, the GPU count."""
 import platform
 import subprocess
 
@@ -22,3 +22,13 @@ def gpu_name(*fields):
                               capture_output=True, text=True).stdout.strip().splitlines()[0]
     except (OSError, IndexError):
         return None
+
+
+def gpu_count():
+    """GPUs nvidia-smi lists (0 without any): the pair style gives a node's ranks its GPUs
+    round-robin, so a run of r ranks uses min(r, gpu_count()) of them."""
+    try:
+        return len(subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                  text=True).stdout.strip().splitlines())
+    except OSError:
+        return 0
