@@ -17,7 +17,9 @@ triclinic cell; it prints the largest differences (exit status 1 above 1e-10 / 1
 `check OUTDIR` repeats only the check.
 
 `compile` runs `nequip-compile --mode aotinductor --target pair_nequip --device cuda --modifiers
-enable_OpenEquivariance` on the package (--target ase: with the stress; that compile crashed) (OUTDIR/nequip-peer-oeq.nequip.pt2): it must run on the
+enable_OpenEquivariance` on the package (OUTDIR/nequip-peer-oeq.nequip.pt2; `--target ase` adds
+the stress, which our model mode does not compute, so pair_nequip is the like-for-like call):
+it must run on the
 GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance JIT-builds there).
 With `--no-oeq`: the same without the modifier (e3nn tensor products, nequip-peer.nequip.pt2).
 
@@ -236,9 +238,9 @@ def compile_aot(args):
     out = os.path.abspath(args.outdir)
     pkg = os.path.join(out, NAME + ".nequip.zip")
     target = os.path.join(out, NAME + ("" if args.no_oeq else "-oeq") + ".nequip.pt2")
-    # target pair_nequip (nequip's LAMMPS outputs: per-atom energies, forces, virial), not ase:
-    # ase adds the stress, whose cell determinant AOTInductor runs through its proxy executor,
-    # and that compile died with SIGSEGV on the H100 (2026-11-25; nequip issue #563)
+    # pair_nequip: nequip's LAMMPS outputs (per-atom energies, forces, virial), what our model
+    # mode computes. On the lent H100 machines every target's package dies when PyTorch loads
+    # it back (bench/NOTES.md, bench/aoti_check.py).
     cmd = [sys.executable, "-m", "nequip.scripts.compile", pkg, target, "--mode", "aotinductor",
            "--device", "cuda", "--target", args.target]
     if not args.no_oeq:
