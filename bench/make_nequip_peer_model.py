@@ -19,8 +19,8 @@ triclinic cell; it prints the largest differences (exit status 1 above 1e-10 / 1
 `compile` runs `nequip-compile --mode aotinductor --target pair_nequip --device cuda --modifiers
 enable_OpenEquivariance` on the package (OUTDIR/nequip-peer-oeq.nequip.pt2; `--target ase` adds
 the stress, which our model mode does not compute, so pair_nequip is the like-for-like call):
-it must run on the
-GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance JIT-builds there).
+it must run on the GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance
+JIT-builds there).
 With `--no-oeq`: the same without the modifier (e3nn tensor products, nequip-peer.nequip.pt2).
 
 openequivariance must be importable when `make` packages the model (on the CPU its source tree
