@@ -54,6 +54,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from machine import cpu_name  # noqa: E402
+from peer_worker import run_peer  # noqa: E402
 
 PEERS = ("fnq-f32", "fnq-f64", "nequix-jax", "nequix-torch")
 RATTLE = 0.1
@@ -338,26 +339,8 @@ def main():
                    "--threads-one", str(threads), "--model", args.model, "--sizes", args.sizes,
                    "--min-seconds", str(args.min_seconds), "--min-repeats", str(args.min_repeats),
                    "--max-repeats", str(args.max_repeats), "--modes", args.modes]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True,
-                                      env=worker_env(peer, threads), timeout=args.worker_timeout)
-                lines, err = proc.stdout.splitlines(), proc.stderr
-            except subprocess.TimeoutExpired as e:
-                lines = (e.stdout or b"").decode().splitlines() if isinstance(e.stdout, bytes) \
-                    else (e.stdout or "").splitlines()
-                err = f"timed out after {args.worker_timeout} s"
-            got = 0
-            for line in lines:
-                if line.startswith("{"):
-                    rows.append(json.loads(line))
-                    got += 1
-                    print(line, flush=True)
-                    if out:
-                        out.write(line + "\n")
-                        out.flush()
-            if got == 0 or (err and "Traceback" in err):
-                print(f"[{peer}, {threads} threads] stderr tail:\n{err[-1500:]}", file=sys.stderr,
-                      flush=True)
+            run_peer(f"{peer}, {threads} threads", cmd, worker_env(peer, threads),
+                     args.worker_timeout, rows, out)
     summary(rows)
 
 

@@ -36,9 +36,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 
 import numpy as np
 
@@ -46,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from machine import cpu_name, gpu_name  # noqa: E402
 from mixed_workload import atoms_of, mixed_crystal  # noqa: E402
+from peer_worker import keep, run_peer  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 PEERS = ("fnq", "nequip-compiled", "nequip-torch", "nequip-jax")
@@ -331,40 +329,11 @@ def main():
                "--max-repeats", str(args.max_repeats)]
         if args.compiled:
             cmd += ["--compiled", os.path.abspath(args.compiled)]
-        t0 = time.time()
-        err_file = tempfile.TemporaryFile(mode="w+")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, text=True,
-                                env=env)
-        timer = threading.Timer(args.worker_timeout, proc.kill)
-        timer.start()
-        got = 0
-        for line in proc.stdout:  # each line as it comes: a kill keeps what was measured
-            line = line.rstrip("\n")
-            if not line.startswith("{"):
-                continue
-            rows.append(json.loads(line))
-            got += 1
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-                out.flush()
-        proc.wait()
-        timed_out = not timer.is_alive() and proc.returncode != 0
-        timer.cancel()
-        err_file.seek(0)
-        err = err_file.read()
+        _, timed_out = run_peer(peer, cmd, env, args.worker_timeout, rows, out)
         if timed_out:
-            line = json.dumps({"peer": peer, "atoms": None, "error": f"worker timed out "
-                               f"after {args.worker_timeout:.0f} s (--worker-timeout)"})
-            rows.append(json.loads(line))
-            print(line, flush=True)
-            if out:
-                out.write(line + "\n")
-        elif proc.returncode != 0:
-            err += f"\n[exit status {proc.returncode}]"
-        print(f"[{peer}] {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        if got == 0 or "Traceback" in err or "exit status" in err:
-            print(f"[{peer}] stderr tail:\n{err[-2500:]}", file=sys.stderr, flush=True)
+            keep(json.dumps({"peer": peer, "atoms": None, "error": f"worker timed out "
+                             f"after {args.worker_timeout:.0f} s (--worker-timeout)"}),
+                 rows, out)
     summary([r for r in rows if "atoms" in r])
 
 

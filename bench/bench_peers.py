@@ -34,6 +34,7 @@ import tempfile
 
 import numpy as np
 
+from peer_worker import run_peer
 from si_workload import ase_step_fn, si_crystal
 from timing import median_seconds
 
@@ -273,26 +274,7 @@ def main():
                "--model", args.model, "--sizes", args.sizes,
                "--min-seconds", str(args.min_seconds), "--max-repeats", str(args.max_repeats),
                "--fnq-device", args.fnq_device]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=args.worker_timeout)
-            lines, err = proc.stdout.splitlines(), proc.stderr
-        except subprocess.TimeoutExpired as e:
-            lines = (e.stdout or b"").decode().splitlines() if isinstance(e.stdout, bytes) \
-                else (e.stdout or "").splitlines()
-            err = f"timed out after {args.worker_timeout} s"
-        got = 0
-        for line in lines:
-            if line.startswith("{"):
-                rec = json.loads(line)
-                rows.append(rec)
-                got += 1
-                print(line, flush=True)
-                if out:
-                    out.write(line + "\n")
-                    out.flush()
-        if got == 0 or (err and "Traceback" in err):
-            print(f"[{peer}] stderr tail:\n{err[-1500:]}", file=sys.stderr, flush=True)
+        run_peer(peer, cmd, env, args.worker_timeout, rows, out)
     summary(rows)
 
 
