@@ -18,6 +18,7 @@
 #include "edge_geometry.cuh"
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
+#include "node_gemm.cuh"
 
 namespace fnqcu {
 
@@ -105,8 +106,11 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.EC = s->EC_fwd;
         a.tf32 = s->opt.tf32;
         a.skip = s->opt.skip;
+        a.node_split = s->node_gemm && !a.last;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
+        if (a.node_split)
+            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, s->stream, &s->launches_model));
         if (!a.last && ghosts)
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
         if (s->opt.debug_layers) {
@@ -128,7 +132,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.layer = l;
         b.n_local = (int)nl;
         b.n_all = (int)na;
-        b.fused_epilogue = !ghosts && !lean;
+        b.fused_epilogue = !ghosts && !lean && !s->node_gemm;
         b.dxpart = s->dxpart.p;
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.dx_busy = s->dx_busy.p;
@@ -169,7 +173,9 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             s->launches_model++;
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }
-        if (l > 0 && !b.fused_epilogue) {
+        if (l > 0 && s->node_gemm) {
+            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, s->stream, &s->launches_model));
+        } else if (l > 0 && !b.fused_epilogue) {
             FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
         }

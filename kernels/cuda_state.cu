@@ -9,6 +9,7 @@
 #include "cuda_state.cuh"
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
+#include "node_gemm.cuh"
 #include "model_upload.cuh"
 
 namespace fnqcu {
@@ -212,6 +213,7 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
                                device_id);
         cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
         st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
+        s->node_gemm = s->opt.node_gemm && node_gemm_suits(s->dm);
     }
     if (st == FNQ_STATUS_OK) {
         cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
@@ -281,8 +283,9 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     FNQ_CHECK(v(s->dxpart, (size_t)s->dx_slots * kNB * dx_dim, "sender-feature gradients"));
     FNQ_CHECK(v(s->dx_busy, (size_t)s->dx_slots, "sender-feature gradients"));
     /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, on every rank of a
-     * caller's exchange (collective, also on a rank without ghosts), and in the lean layout */
-    if (na > nl || exchange || s->lean)
+     * caller's exchange (collective, also on a rank without ghosts), in the lean layout, and
+     * for the node GEMMs */
+    if (na > nl || exchange || s->lean || s->node_gemm)
         FNQ_CHECK(v(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients"));
     FNQ_CHECK(v(s->e_atom, nl, "atomic energies"));
     FNQ_CHECK(v(s->atom_energy, nl, "atomic energies"));

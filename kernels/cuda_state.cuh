@@ -51,6 +51,8 @@ template <typename REAL> struct State {
      * each backward layer's node epilogue as a kernel of its own, the last layer's messages
      * in msg_last. Once taken, kept by the context. */
     bool lean = false;
+    /* node-wise work as GEMMs over all atoms (node_gemm.cuh), not in the layer kernels */
+    bool node_gemm = false;
     DevBuf<REAL> msg_last;
     DevBuf<int> dx_busy;
     int dx_slots = 1;

@@ -172,6 +172,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         }
     }
     __syncthreads();
+    /* atoms without edges have no messages: zero their A rows */
+    for (int q = 0; q < nb; q++)
+        if (a.recv_start[r0 + q] == a.recv_start[r0 + q + 1])
+            for (int k = threadIdx.x; k < L.mid.dim; k += blockDim.x)
+                a.A[(int64_t)(r0 + q) * a.a_stride + k] = 0;
+    if (a.node_split)
+        return;
+    __syncthreads();
 
     /* ---- node epilogue for the block's atoms ---- */
     REAL *sX = (REAL *)(smem + lay.off_x), *sYv = (REAL *)(smem + lay.off_yv);
@@ -183,13 +191,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
 #pragma unroll
     for (int q = 0; q < kNB; q++)
         t[q] = q < nb ? a.species[r0 + q] : 0;
-    const int din = L.in.dim, dconv = L.conv.dim, dout = L.out.dim, dmid = L.mid.dim;
+    const int din = L.in.dim, dconv = L.conv.dim, dout = L.out.dim;
 
-    /* atoms without edges have no messages: zero their A rows */
-    for (int q = 0; q < nb; q++)
-        if (a.recv_start[r0 + q] == a.recv_start[r0 + q + 1])
-            for (int k = threadIdx.x; k < dmid; k += blockDim.x)
-                a.A[(int64_t)(r0 + q) * a.a_stride + k] = 0;
     for (int q = 0; q < nb; q++) {
         const REAL *xin = a.layer == 0 ? a.embed + (int64_t)t[q] * din
                                        : a.hin + (int64_t)(r0 + q) * a.W;

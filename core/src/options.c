@@ -46,6 +46,7 @@ void fnq__options_read(struct fnq_options *o)
     o->ec_bwd = edges_per_chunk("FNQ_EC_BWD");
     o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
+    o->node_gemm = !equals("FNQ_NODE_GEMM", "0");
     o->cpu_pair_mb = 2048;
     if (getenv("FNQ_CPU_PAIR_MB")) {
         const int n = atoi(getenv("FNQ_CPU_PAIR_MB"));

@@ -21,6 +21,8 @@ struct fnq_options {
     int ec_fwd, ec_bwd;   /* FNQ_EC_FWD / FNQ_EC_BWD: edges per super-chunk (0: automatic) */
     int skip;             /* FNQ_SKIP: stages left out, for timing only (results WRONG) */
     int lean_memory;      /* FNQ_LEAN_MEMORY=1: the GPU's lean buffer layout from the start */
+    int node_gemm;        /* GPU node-wise work as GEMMs over all atoms; FNQ_NODE_GEMM=0: in the
+                           * layer kernels' epilogues (node_gemm.cuh) */
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */
 };
 

@@ -1,0 +1,423 @@
+/*
+ * node_gemm.cu: the node-wise work of a layer over all its atoms (node_gemm.cuh): a tiled GEMM
+ * kernel for e3nn linears, and the per-atom norm and gate between them (node_ops.cuh).
+ */
+#include <string.h>
+
+#include <algorithm>
+
+#include "node_gemm.cuh"
+#include "node_ops.cuh"
+
+namespace fnqcu {
+
+/* A tile is 128 rows (atom, m) x 32 channels; each thread a 4 x 4 register tile. */
+constexpr int kGemmBM = 128, kGemmBN = 32, kGemmBK = 16;
+constexpr int kGemmTerms = 2, kGemmJobs = 2;
+static_assert(kThreads == (kGemmBM / 4) * (kGemmBN / 4), "one 4 x 4 tile per thread");
+static_assert(kThreads == 16 * (kGemmBM / 8), "A tile loads: 16 k by 16 rows, 8 times");
+
+/* One linear applied to x: rows of x in `src`'s layout (ir_mul), row of atom a at
+ * x + a * sx, or x + species[a] * sx (layer 0's input, a row per species). */
+template <typename REAL> struct GemmTerm {
+    Linear<REAL> lin;
+    int transpose; /* y = linear^T(x): weights lin.wt, blocks matched by in_block */
+    Irreps src;
+    const REAL *x;
+    int64_t sx;
+    int x_by_species;
+};
+
+/* y (accumulate: +=) = row_scale[species] * sum of the terms, in dst's layout (tiled or not) */
+template <typename REAL> struct GemmJob {
+    Irreps dst;
+    REAL *y;
+    int64_t sy;
+    int y_tiled, accumulate;
+    const REAL *row_scale; /* [n_species], or nullptr */
+    int n_terms;
+    GemmTerm<REAL> term[kGemmTerms];
+    int tile_start[kMaxBlocks + 1]; /* first tile of each dst block, within the job */
+};
+
+template <typename REAL> struct GemmArgs {
+    int64_t n_atoms;
+    const int *species;
+    int n_jobs;
+    int job_start[kGemmJobs + 1];
+    GemmJob<REAL> job[kGemmJobs];
+};
+
+__device__ __forceinline__ void load4(const float *p, float (&v)[4])
+{
+    const float4 q = *reinterpret_cast<const float4 *>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void load4(const double *p, double (&v)[4])
+{
+    const double2 a = reinterpret_cast<const double2 *>(p)[0];
+    const double2 b = reinterpret_cast<const double2 *>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+
+template <typename REAL>
+__global__ void __launch_bounds__(kThreads, 3) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
+{
+    /* two stages: the next k step's tiles are loaded into registers while this one's are
+     * multiplied (one barrier per step) */
+    __shared__ __align__(16) REAL As[2][kGemmBK][kGemmBM + 4]; /* k-major: rows as vectors */
+    __shared__ __align__(16) REAL Bs[2][kGemmBK][kGemmBN];
+    int tile = blockIdx.x, j = 0;
+    while (j + 1 < g.n_jobs && tile >= g.job_start[j + 1])
+        j++;
+    const GemmJob<REAL> &J = g.job[j];
+    tile -= g.job_start[j];
+    int b = 0;
+    while (b + 1 < J.dst.n && tile >= J.tile_start[b + 1])
+        b++;
+    tile -= J.tile_start[b];
+    const int d = 2 * J.dst.l[b] + 1, N = J.dst.mul[b];
+    const int64_t rows = g.n_atoms * d;
+    const int col_tiles = (N + kGemmBN - 1) / kGemmBN;
+    const int64_t r0 = (int64_t)(tile / col_tiles) * kGemmBM;
+    const int c0 = (tile % col_tiles) * kGemmBN;
+    const int tx = threadIdx.x % (kGemmBN / 4), ty = threadIdx.x / (kGemmBN / 4);
+    const int lk = threadIdx.x % 16, lr = threadIdx.x / 16; /* A loads: k, first row */
+    const int bk = threadIdx.x / 16, bc = (threadIdx.x % 16) * 2; /* B loads */
+
+    /* rows of the tile as (atom, m) -> start of the current term's block in x */
+    __shared__ const REAL *xrow[kGemmBM];
+    REAL acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            acc[i][c] = 0;
+    for (int t = 0; t < J.n_terms; t++) {
+        const GemmTerm<REAL> &T = J.term[t];
+        for (int k = 0; k < T.lin.n_instr; k++) {
+            const LinInstr ins = T.lin.instr[k];
+            if ((T.transpose ? ins.in_block : ins.out_block) != b)
+                continue;
+            const int sb = T.transpose ? ins.out_block : ins.in_block;
+            const int K = T.src.mul[sb];
+            /* weights [K][N] row-major either way (wt is the transposed copy); the
+             * instruction's factor goes into the B tile, so one accumulator serves all */
+            const REAL *W = (T.transpose ? T.lin.wt : T.lin.w) + ins.w_off;
+            const REAL alpha = REAL(ins.alpha);
+            __syncthreads(); /* the previous instruction's rows and tiles are read */
+            if (threadIdx.x < kGemmBM) {
+                const int64_t row = r0 + threadIdx.x;
+                const REAL *p = nullptr;
+                if (row < rows) {
+                    const int64_t a = row / d;
+                    const int m = (int)(row - a * d);
+                    p = T.x + (T.x_by_species ? (int64_t)g.species[a] : a) * T.sx +
+                        T.src.off[sb] + m * K;
+                }
+                xrow[threadIdx.x] = p;
+            }
+            __syncthreads(); /* rows written */
+            REAL ra[8], rb[2];
+            auto fetch = [&](int k0) {
+                const bool kin = k0 + lk < K;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const REAL *p = xrow[lr + 16 * i];
+                    ra[i] = kin && p ? p[k0 + lk] : REAL(0);
+                }
+#pragma unroll
+                for (int c = 0; c < 2; c++)
+                    rb[c] = k0 + bk < K && c0 + bc + c < N
+                                ? alpha * __ldg(W + (int64_t)(k0 + bk) * N + c0 + bc + c)
+                                : REAL(0);
+            };
+            fetch(0);
+            for (int k0 = 0, st = 0; k0 < K; k0 += kGemmBK, st ^= 1) {
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    As[st][lk][lr + 16 * i] = ra[i];
+#pragma unroll
+                for (int c = 0; c < 2; c++)
+                    Bs[st][bk][bc + c] = rb[c];
+                __syncthreads();
+                if (k0 + kGemmBK < K)
+                    fetch(k0 + kGemmBK);
+#pragma unroll
+                for (int kk = 0; kk < kGemmBK; kk++) {
+                    REAL av[4], bv[4];
+                    load4(&As[st][kk][4 * ty], av);
+                    load4(&Bs[st][kk][4 * tx], bv);
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++)
+                            acc[i][c] += av[i] * bv[c];
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int64_t row = r0 + 4 * ty + i;
+        if (row >= rows)
+            continue;
+        const int64_t a = row / d;
+        const int m = (int)(row - a * d);
+        const REAL scale = J.row_scale ? J.row_scale[g.species[a]] : REAL(1);
+        REAL *yr = J.y + a * J.sy;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int col = c0 + 4 * tx + c;
+            if (col >= N)
+                continue;
+            const int o = J.y_tiled ? tiled_index(J.dst, b, m, col) : J.dst.off[b] + m * N + col;
+            const REAL v = acc[i][c] * scale;
+            yr[o] = J.accumulate ? yr[o] + v : v;
+        }
+    }
+}
+
+template <typename REAL>
+static void add_term(GemmJob<REAL> &J, const Linear<REAL> &lin, bool transpose,
+                     const Irreps &src, const REAL *x, int64_t sx, bool x_by_species)
+{
+    GemmTerm<REAL> &T = J.term[J.n_terms++];
+    T.lin = lin;
+    T.transpose = transpose;
+    T.src = src;
+    T.x = x;
+    T.sx = sx;
+    T.x_by_species = x_by_species;
+}
+
+template <typename REAL>
+static GemmJob<REAL> &new_job(GemmArgs<REAL> &g, const Irreps &dst, REAL *y, int64_t sy,
+                              bool tiled, bool accumulate, const REAL *row_scale)
+{
+    GemmJob<REAL> &J = g.job[g.n_jobs++];
+    memset(&J, 0, sizeof(J));
+    J.dst = dst;
+    J.y = y;
+    J.sy = sy;
+    J.y_tiled = tiled;
+    J.accumulate = accumulate;
+    J.row_scale = row_scale;
+    return J;
+}
+
+template <typename REAL>
+static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *launches)
+{
+    int64_t tiles = 0;
+    for (int j = 0; j < g.n_jobs; j++) {
+        GemmJob<REAL> &J = g.job[j];
+        g.job_start[j] = (int)tiles;
+        int64_t t = 0;
+        for (int b = 0; b < J.dst.n; b++) {
+            J.tile_start[b] = (int)t;
+            const int64_t rows = g.n_atoms * (2 * J.dst.l[b] + 1);
+            t += (rows + kGemmBM - 1) / kGemmBM * ((J.dst.mul[b] + kGemmBN - 1) / kGemmBN);
+        }
+        J.tile_start[J.dst.n] = (int)t;
+        tiles += t;
+    }
+    g.job_start[g.n_jobs] = (int)tiles;
+    if (tiles == 0)
+        return cudaSuccess;
+    linear_gemm_kernel<REAL><<<(unsigned)tiles, kThreads, 0, stream>>>(g);
+    ++*launches;
+    return cudaGetLastError();
+}
+
+template <typename REAL> bool node_gemm_suits(const DeviceModel<REAL> &dm)
+{
+    for (int l = 0; l < dm.n_layers; l++) {
+        const Layer<REAL> &L = dm.layers[l];
+        if (L.linear_1.species_indexed || L.linear_2.species_indexed ||
+            L.self_conn.species_indexed)
+            return false;
+    }
+    return true;
+}
+
+/* shared memory of the node kernels: NB rows of each vector, then the reduction scratch */
+template <typename REAL> __host__ __device__ static size_t node_smem(int vec_len, int vectors)
+{
+    const size_t v = ((sizeof(REAL) * kNB * vec_len * vectors + sizeof(REAL) * kNB) + 15) & ~15;
+    return v + sizeof(double) * kNB * kThreads;
+}
+
+/* norm and gate of layer a.L for NB atoms: y_save -> rho_save, hout (+ the input: resnet) */
+template <typename REAL>
+__global__ void __launch_bounds__(kThreads) node_forward_kernel(const __grid_constant__ ForwardArgs<REAL> a)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Layer<REAL> &L = a.L;
+    const int r0 = blockIdx.x * kNB, nb = min(kNB, a.n_local - r0);
+    const int dconv = L.conv.dim, dout = L.out.dim, din = L.in.dim;
+    const int len = dconv > dout ? dconv : dout;
+    REAL *sYn = (REAL *)smem, *sH = sYn + kNB * len, *rho = sH + kNB * len;
+    double *red = (double *)(smem + node_smem<REAL>(len, 2) - sizeof(double) * kNB * kThreads);
+    const REAL *y = a.y_save + (int64_t)r0 * dconv;
+    if (L.norm == 1) {
+        norm_rho<REAL, kNB>(L, nb, y, dconv, rho, red);
+        norm_apply<REAL, kNB>(L, nb, y, dconv, rho, sYn, dconv);
+    } else {
+        if (threadIdx.x < kNB)
+            rho[threadIdx.x] = 1;
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+            sYn[k] = y[k];
+    }
+    __syncthreads();
+    if (threadIdx.x < nb)
+        a.rho_save[r0 + threadIdx.x] = rho[threadIdx.x];
+    gate_fwd<REAL, kNB>(L, nb, sYn, dconv, sH, dout);
+    __syncthreads();
+    for (int q = 0; q < nb; q++) {
+        const REAL *x = a.layer == 0 ? a.embed + (int64_t)a.species[r0 + q] * din
+                                     : a.hin + (int64_t)(r0 + q) * a.W;
+        for (int k = threadIdx.x; k < dout; k += blockDim.x)
+            a.hout[(int64_t)(r0 + q) * a.W + k] = sH[q * dout + k] + (L.resnet ? x[k] : REAL(0));
+    }
+}
+
+/* gate and norm backward of the layer below (b.prev) for NB atoms: the input gradient g
+ * (gpart_in) -> gy, written over y_prev (nothing reads those gate inputs after this); and
+ * gpart_out = g (resnet) or 0, for the self-connection's transposed GEMM to add to */
+template <typename REAL>
+__global__ void __launch_bounds__(kThreads) node_backward_kernel(const __grid_constant__ BackwardArgs<REAL> b)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Layer<REAL> &P = b.prev;
+    const int r0 = blockIdx.x * kNB, nb = min(kNB, b.n_local - r0);
+    const int din = b.L.in.dim, pconv = P.conv.dim;
+    const int len = pconv > din ? pconv : din;
+    REAL *sYn = (REAL *)smem, *sGyn = sYn + kNB * len, *sGin = sGyn + kNB * len,
+         *rho = sGin + kNB * len;
+    double *red = (double *)(smem + node_smem<REAL>(len, 3) - sizeof(double) * kNB * kThreads);
+    /* the gate inputs y are read in place (from L1) and overwritten by gy at the end */
+    REAL *y = const_cast<REAL *>(b.y_prev) + (int64_t)r0 * pconv;
+    for (int q = 0; q < nb; q++)
+        for (int k = threadIdx.x; k < din; k += blockDim.x)
+            sGin[q * din + k] = b.gpart_in[(int64_t)(r0 + q) * b.W + k];
+    if (threadIdx.x < nb)
+        rho[threadIdx.x] = b.rho_prev[r0 + threadIdx.x];
+    __syncthreads();
+    if (P.norm == 1)
+        norm_apply<REAL, kNB>(P, nb, y, pconv, rho, sYn, pconv);
+    else
+        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
+            sYn[k] = y[k];
+    __syncthreads();
+    gate_bwd<REAL, kNB>(P, nb, sYn, pconv, sGin, din, sGyn, pconv);
+    REAL *gy = sYn;
+    if (P.norm == 1)
+        norm_bwd<REAL, kNB>(P, nb, y, pconv, rho, sGyn, pconv, gy, pconv, red);
+    else
+        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
+            gy[k] = sGyn[k];
+    __syncthreads();
+    for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
+        y[k] = gy[k];
+    if (b.layer - 1 > 0)
+        for (int q = 0; q < nb; q++)
+            for (int k = threadIdx.x; k < P.in.dim; k += blockDim.x)
+                b.gpart_out[(int64_t)(r0 + q) * b.W + k] = P.resnet ? sGin[q * din + k] : REAL(0);
+}
+
+template <typename REAL>
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches)
+{
+    const Layer<REAL> &L = a.L, &N = a.next;
+    const int64_t n = a.n_local;
+    if (n == 0)
+        return cudaSuccess;
+    GemmArgs<REAL> g;
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n;
+    g.species = a.species;
+    /* y = linear_2(A) + self_connection(h) */
+    GemmJob<REAL> &J = new_job<REAL>(g, L.conv, a.y_save, L.conv.dim, false, false, nullptr);
+    add_term<REAL>(J, L.linear_2, false, L.mid, a.A, a.a_stride, false);
+    if (L.self_conn.n_instr > 0) {
+        if (a.layer == 0)
+            add_term<REAL>(J, L.self_conn, false, L.in, a.embed, L.in.dim, true);
+        else
+            add_term<REAL>(J, L.self_conn, false, L.in, a.hin, a.W, false);
+    }
+    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
+    if (e != cudaSuccess)
+        return e;
+    const int len = std::max(L.conv.dim, L.out.dim);
+    const size_t smem = node_smem<REAL>(len, 2);
+    if ((e = cudaFuncSetAttribute(node_forward_kernel<REAL>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+        cudaSuccess)
+        return e;
+    node_forward_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(a);
+    ++*launches;
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    /* the next layer's sender rows h1 = linear_1(h') s, tiled */
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n;
+    g.species = a.species;
+    GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
+                                     N.sender_scale);
+    add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
+    return gemm_launch<REAL>(g, stream, launches);
+}
+
+template <typename REAL>
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t stream, int *launches)
+{
+    const Layer<REAL> &L = b.L, &P = b.prev;
+    const int64_t n = b.n_local;
+    if (n == 0)
+        return cudaSuccess;
+    GemmArgs<REAL> g;
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n;
+    g.species = b.species;
+    /* g = gpart + linear_1^T(dh1) s, in place */
+    GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
+                                     L.sender_scale);
+    add_term<REAL>(G, L.linear_1, true, L.in, b.dh1, L.in.dim, false);
+    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
+    if (e != cudaSuccess)
+        return e;
+    const int len = std::max(P.conv.dim, L.in.dim);
+    const size_t smem = node_smem<REAL>(len, 3);
+    if ((e = cudaFuncSetAttribute(node_backward_kernel<REAL>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+        cudaSuccess)
+        return e;
+    node_backward_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(b);
+    ++*launches;
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    /* dE/dA of the layer below = linear_2^T(gy), tiled; its input gradient += self^T(gy) */
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n;
+    g.species = b.species;
+    GemmJob<REAL> &A = new_job<REAL>(g, P.mid, b.ga_out, b.ga_stride, true, false, nullptr);
+    add_term<REAL>(A, P.linear_2, true, P.conv, b.y_prev, P.conv.dim, false);
+    if (b.layer - 1 > 0 && P.self_conn.n_instr > 0) {
+        GemmJob<REAL> &S = new_job<REAL>(g, P.in, b.gpart_out, b.W, false, true, nullptr);
+        add_term<REAL>(S, P.self_conn, true, P.conv, b.y_prev, P.conv.dim, false);
+    }
+    return gemm_launch<REAL>(g, stream, launches);
+}
+
+#define FNQ_INSTANTIATE(REAL)                                                                   \
+    template bool node_gemm_suits<REAL>(const DeviceModel<REAL> &);                             \
+    template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, cudaStream_t,     \
+                                                   int *);                                      \
+    template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, cudaStream_t,   \
+                                                    int *);
+FNQ_INSTANTIATE(float)
+FNQ_INSTANTIATE(double)
+#undef FNQ_INSTANTIATE
+
+} // namespace fnqcu
