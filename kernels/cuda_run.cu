@@ -106,7 +106,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.EC = s->EC_fwd;
         a.tf32 = s->opt.tf32;
         a.skip = s->opt.skip;
-        a.node_split = s->node_gemm && !a.last;
+        a.node_split = s->node_gemm;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
         s->launches_model++;
         if (a.node_split)

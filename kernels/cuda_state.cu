@@ -256,7 +256,9 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     FNQ_CHECK(v(s->send_edges, ne, "the neighbour list"));
     for (int l = 0; l < dm.n_layers; l++) {
         FNQ_CHECK(v(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features"));
-        FNQ_CHECK(v(s->y[l], (size_t)nl * dm.layers[l].conv.dim, "gate inputs"));
+        /* the last layer's also holds gy for the node GEMMs (node_gemm.cu) */
+        const size_t rows = l == dm.n_layers - 1 && s->node_gemm ? 2 * nl : nl;
+        FNQ_CHECK(v(s->y[l], rows * dm.layers[l].conv.dim, "gate inputs"));
         FNQ_CHECK(v(s->rho[l], nl, "norm factors"));
     }
     for (int k = 0; k < 2; k++) {

@@ -12,7 +12,7 @@ template <typename REAL> struct ForwardArgs {
     Layer<REAL> next; /* the next layer (its linear_1 and sender scale), unless last */
     Geometry geo;
     int layer, last, n_local;
-    int node_split; /* 1: write A and stop; node_gemm.cu does the node work (not the last layer) */
+    int node_split; /* 1: write A and stop; node_gemm.cu does the node work */
     /* graph: edges sorted by receiver */
     const int64_t *recv_start, *edge_send, *edge_recv;
     const int *species;

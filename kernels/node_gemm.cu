@@ -282,6 +282,81 @@ __global__ void __launch_bounds__(kThreads) node_forward_kernel(const __grid_con
     }
 }
 
+/* the last layer's norm, gate and readout for NB atoms: atomic energies, then the top of the
+ * backward pass: gy = norm^T(gate^T(dE/dh_L)), in the rows after y_save's n_local (the last
+ * layer's y buffer has room for both: FNQ_DEBUG_LAYERS reads y after this), and
+ * gpart_out = dE/dh_L (resnet) or 0, for the self-connection's transposed GEMM to add to */
+template <typename REAL>
+__global__ void __launch_bounds__(kThreads) node_last_kernel(const __grid_constant__ ForwardArgs<REAL> a)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const Layer<REAL> &L = a.L;
+    const int r0 = blockIdx.x * kNB, nb = min(kNB, a.n_local - r0);
+    const int dconv = L.conv.dim, dout = L.out.dim, len = a.epi_len;
+    REAL *sYn = (REAL *)smem, *sH = sYn + kNB * len, *sT1 = sH + kNB * len,
+         *sT2 = sT1 + kNB * len, *rho = sT2 + kNB * len;
+    double *red = (double *)(smem + node_smem<REAL>(len, 4) - sizeof(double) * kNB * kThreads);
+    int t[kNB];
+#pragma unroll
+    for (int q = 0; q < kNB; q++)
+        t[q] = q < nb ? a.species[r0 + q] : 0;
+    REAL *y = a.y_save + (int64_t)r0 * dconv;
+    if (L.norm == 1) {
+        norm_rho<REAL, kNB>(L, nb, y, dconv, rho, red);
+        norm_apply<REAL, kNB>(L, nb, y, dconv, rho, sYn, dconv);
+    } else {
+        if (threadIdx.x < kNB)
+            rho[threadIdx.x] = 1;
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+            sYn[k] = y[k];
+    }
+    __syncthreads();
+    gate_fwd<REAL, kNB>(L, nb, sYn, dconv, sH, dout);
+    __syncthreads();
+    if (L.resnet)
+        for (int q = 0; q < nb; q++) {
+            const REAL *x = a.layer == 0 ? a.embed + (int64_t)t[q] * L.in.dim
+                                         : a.hin + (int64_t)(r0 + q) * a.W;
+            for (int k = threadIdx.x; k < dout; k += blockDim.x)
+                sH[q * dout + k] += x[k];
+        }
+    __syncthreads();
+    const REAL *cur = sH;
+    int cur_len = dout;
+    for (int r = 0; r < a.n_readout; r++) {
+        REAL *nx = (r & 1) ? sT2 : sT1;
+        const int n_len = a.readout_irreps[r + 1].dim;
+        linear_fwd<REAL, kNB>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, nb,
+                              cur, cur_len, nx, n_len, false);
+        __syncthreads();
+        cur = nx;
+        cur_len = n_len;
+    }
+    if (threadIdx.x < nb)
+        a.e_atom[r0 + threadIdx.x] = (double)cur[threadIdx.x * cur_len];
+    __syncthreads();
+    /* dE/dh_L (species only: the readout is linear) -> gate^T -> norm^T */
+    REAL *gh = sH, *gyn = sT1, *gy = sT2;
+    for (int q = 0; q < nb; q++)
+        for (int k = threadIdx.x; k < dout; k += blockDim.x)
+            gh[q * dout + k] = a.grad_top[(int64_t)t[q] * dout + k];
+    __syncthreads();
+    gate_bwd<REAL, kNB>(L, nb, sYn, dconv, gh, dout, gyn, dconv);
+    if (L.norm == 1)
+        norm_bwd<REAL, kNB>(L, nb, y, dconv, rho, gyn, dconv, gy, dconv, red);
+    else
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+            gy[k] = gyn[k];
+    __syncthreads();
+    REAL *gy_rows = a.y_save + ((int64_t)a.n_local + r0) * dconv;
+    for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+        gy_rows[k] = gy[k];
+    if (a.layer > 0)
+        for (int q = 0; q < nb; q++)
+            for (int k = threadIdx.x; k < L.in.dim; k += blockDim.x)
+                a.gpart_out[(int64_t)(r0 + q) * a.W + k] = L.resnet ? gh[q * dout + k] : REAL(0);
+}
+
 /* gate and norm backward of the layer below (b.prev) for NB atoms: the input gradient g
  * (gpart_in) -> gy, written over y_prev (nothing reads those gate inputs after this); and
  * gpart_out = g (resnet) or 0, for the self-connection's transposed GEMM to add to */
@@ -326,6 +401,37 @@ __global__ void __launch_bounds__(kThreads) node_backward_kernel(const __grid_co
                 b.gpart_out[(int64_t)(r0 + q) * b.W + k] = P.resnet ? sGin[q * din + k] : REAL(0);
 }
 
+/* after the last layer's y GEMM: energies and the top of the backward (node_last_kernel),
+ * then dE/dA = linear_2^T(gy), tiled, and the input gradient's self-connection part */
+template <typename REAL>
+static cudaError_t node_last_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
+                                   int *launches)
+{
+    const Layer<REAL> &L = a.L;
+    const int64_t n = a.n_local;
+    const size_t smem = node_smem<REAL>(a.epi_len, 4);
+    cudaError_t e = cudaFuncSetAttribute(node_last_kernel<REAL>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+        return e;
+    node_last_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(a);
+    ++*launches;
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    GemmArgs<REAL> g;
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n;
+    g.species = a.species;
+    GemmJob<REAL> &A = new_job<REAL>(g, L.mid, a.ga_out, a.ga_stride, true, false, nullptr);
+    const REAL *gy = a.y_save + n * L.conv.dim;
+    add_term<REAL>(A, L.linear_2, true, L.conv, gy, L.conv.dim, false);
+    if (a.layer > 0 && L.self_conn.n_instr > 0) {
+        GemmJob<REAL> &S = new_job<REAL>(g, L.in, a.gpart_out, a.W, false, true, nullptr);
+        add_term<REAL>(S, L.self_conn, true, L.conv, gy, L.conv.dim, false);
+    }
+    return gemm_launch<REAL>(g, stream, launches);
+}
+
 template <typename REAL>
 cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches)
 {
@@ -349,6 +455,8 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
     cudaError_t e = gemm_launch<REAL>(g, stream, launches);
     if (e != cudaSuccess)
         return e;
+    if (a.last)
+        return node_last_launch<REAL>(a, stream, launches);
     const int len = std::max(L.conv.dim, L.out.dim);
     const size_t smem = node_smem<REAL>(len, 2);
     if ((e = cudaFuncSetAttribute(node_forward_kernel<REAL>,
