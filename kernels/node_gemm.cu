@@ -60,6 +60,13 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4])
     v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
+/* the atom of row (atom, m): 32-bit division where the rows allow it (64-bit division is
+ * a long software sequence, a noticeable part of a tile with a short K) */
+__device__ __forceinline__ int64_t atom_of(int64_t row, int d, int64_t rows)
+{
+    return rows <= (int64_t)UINT32_MAX ? (int64_t)((uint32_t)row / (uint32_t)d) : row / d;
+}
+
 template <typename REAL>
 __global__ void __launch_bounds__(kThreads, 3) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
 {
@@ -110,7 +117,7 @@ __global__ void __launch_bounds__(kThreads, 3) linear_gemm_kernel(const __grid_c
                 const int64_t row = r0 + threadIdx.x;
                 const REAL *p = nullptr;
                 if (row < rows) {
-                    const int64_t a = row / d;
+                    const int64_t a = atom_of(row, d, rows);
                     const int m = (int)(row - a * d);
                     p = T.x + (T.x_by_species ? (int64_t)g.species[a] : a) * T.sx +
                         T.src.off[sb] + m * K;
@@ -162,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 3) linear_gemm_kernel(const __grid_c
         const int64_t row = r0 + 4 * ty + i;
         if (row >= rows)
             continue;
-        const int64_t a = row / d;
+        const int64_t a = atom_of(row, d, rows);
         const int m = (int)(row - a * d);
         const REAL scale = J.row_scale ? J.row_scale[g.species[a]] : REAL(1);
         REAL *yr = J.y + a * J.sy;
