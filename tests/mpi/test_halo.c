@@ -289,19 +289,25 @@ static int comm_reverse(void *user, void *rows, int32_t width, enum fnq_dtype dt
 }
 
 #ifdef FNQ_TEST_CUDA
-/* The device comm: the stream's work so far done, the rows of all atoms to the host, the host
- * exchange, and back. What is checked is the core's device entry (rows on the GPU, on its
- * stream); mpi/'s kernels and transports have their own tests under LAMMPS. */
+/* The device comm: the rows of all atoms to the host, the host exchange, and back. What is
+ * checked is the core's device entry (rows on the GPU, on its stream); mpi/'s kernels and
+ * transports have their own tests under LAMMPS. Both copies go on the context's stream and are
+ * waited for: that stream does not wait for the legacy default stream, and a plain cudaMemcpy
+ * from pageable memory may return before the rows are on the GPU, so the next kernels could
+ * read old rows (the one failure seen, under a concurrent GPU test: float64 forces off by 0.44
+ * and two runs differing, fits that). */
 static int device_rows(void *user, void *rows, int32_t width, enum fnq_dtype dtype, void *stream,
                        int (*host_exchange)(void *, void *, int32_t, enum fnq_dtype))
 {
     struct run *R = user;
+    cudaStream_t st = (cudaStream_t)stream;
     const size_t bytes = (size_t)R->D->n_all * (size_t)width * (size_t)fnq_halo_value_bytes(dtype);
     void *host = malloc(bytes + 1);
-    int rc = cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess ||
-             cudaMemcpy(host, rows, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+    int rc = cudaMemcpyAsync(host, rows, bytes, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+             cudaStreamSynchronize(st) != cudaSuccess;
     rc = rc || host_exchange(user, host, width, dtype);
-    rc = rc || cudaMemcpy(rows, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess;
+    rc = rc || cudaMemcpyAsync(rows, host, bytes, cudaMemcpyHostToDevice, st) != cudaSuccess ||
+         cudaStreamSynchronize(st) != cudaSuccess;
     free(host);
     return rc;
 }
