@@ -41,7 +41,7 @@ template <typename REAL> static void report_memory(const State<REAL> *s)
         {"sender-gradient scratch", s->dxpart.bytes() + s->dx_busy.bytes()},
         {"node features (2 buffers)", s->h[0].bytes() + s->h[1].bytes()},
         {"feature gradients (2 buffers)", s->gp[0].bytes() + s->gp[1].bytes()},
-        {"ghost dE/dh1 rows", s->dh1.bytes()},
+        {"dE/dh1 rows (ghosts, lean layout, node GEMMs)", s->dh1.bytes()},
         {"edge geometry (Y, radial)", s->edge_feat.bytes() + s->edge_ggeo.bytes()},
         {"edge vectors and gradients", s->edge_vec.bytes() + s->edge_grad.bytes()},
         {"edge lists", s->recv_start.bytes() + s->edge_send.bytes() + s->edge_recv.bytes() +
