@@ -2,11 +2,12 @@
  * cuda_run.cu: the model evaluation on a graph in the context's buffers: per-edge geometry
  * (Y, radial basis) -> per layer one fused forward kernel -> per layer one fused backward
  * kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) -> force/virial
- * assembly and deterministic totals: 2 launches per layer plus 4. Ghost rows are exchanged
- * between layers (cuda_exchange.cu); then the backward epilogue runs as a kernel of its own,
- * after the reverse exchange has summed every rank's contributions into the owned rows. The
- * whole sequence is recorded as a CUDA graph and replayed while atom and edge counts, buffers
- * and the exchange stay the same.
+ * assembly and deterministic totals: 2 launches per layer plus 4. With the node GEMMs (the
+ * default where the model suits them, node_gemm.cuh) the layer kernels do the edges only and
+ * each layer's node work follows as three launches in each direction. Ghost rows are exchanged
+ * between layers (cuda_exchange.cu); then the node backward runs after the reverse exchange
+ * has summed every rank's contributions into the owned rows. The whole sequence is recorded as
+ * a CUDA graph and replayed while atom and edge counts, buffers and the exchange stay the same.
  */
 #include <math.h>
 #include <stdio.h>
