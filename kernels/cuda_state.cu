@@ -214,6 +214,12 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
         cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
         st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
         s->node_gemm = s->opt.node_gemm && node_gemm_suits(s->dm);
+        if (s->node_gemm) {
+            const cudaError_t e = node_gemm_configure<REAL>(s->epi_len);
+            if (e != cudaSuccess)
+                st = fnq__fail(FNQ_STATUS_DEVICE, "configuring the node kernels: %s",
+                               cudaGetErrorString(e));
+        }
     }
     if (st == FNQ_STATUS_OK) {
         cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);

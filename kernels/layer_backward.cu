@@ -207,19 +207,8 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
         rho[threadIdx.x] = a.rho_prev[r0 + threadIdx.x];
     __syncthreads();
     linear_bwd<REAL, kNB>(L.linear_1, L.in, L.in, t, nb, sTmp, din, sGin, din, true);
-    if (P.norm == 1)
-        norm_apply<REAL, kNB>(P, nb, sYv, pconv, rho, sYn, pconv);
-    else
-        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
-            sYn[k] = sYv[k];
-    __syncthreads();
-    gate_bwd<REAL, kNB>(P, nb, sYn, pconv, sGin, din, sGyn, pconv);
     REAL *gy = sYn;
-    if (P.norm == 1)
-        norm_bwd<REAL, kNB>(P, nb, sYv, pconv, rho, sGyn, pconv, gy, pconv, red);
-    else
-        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
-            gy[k] = sGyn[k];
+    norm_gate_bwd<REAL, kNB>(P, nb, sYv, pconv, rho, sGin, din, sYn, sGyn, gy, pconv, red);
     __syncthreads();
     linear_bwd<REAL, kNB>(P.linear_2, P.mid, P.conv, t, nb, gy, pconv,
                           a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false, true);

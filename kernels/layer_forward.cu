@@ -207,15 +207,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         linear_fwd<REAL, kNB>(L.self_conn, L.in, L.conv, t, nb, sX, din, sYv, dconv, true);
         __syncthreads();
     }
-    if (L.norm == 1) {
-        norm_rho<REAL, kNB>(L, nb, sYv, dconv, rho, red);
-        norm_apply<REAL, kNB>(L, nb, sYv, dconv, rho, sYn, dconv);
-    } else {
-        if (threadIdx.x < kNB)
-            rho[threadIdx.x] = 1;
-        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
-            sYn[k] = sYv[k];
-    }
+    norm_fwd<REAL, kNB>(L, nb, sYv, dconv, rho, sYn, dconv, red);
     __syncthreads();
     for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
         a.y_save[(int64_t)r0 * dconv + k] = sYv[k];
@@ -248,32 +240,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
     }
 
     /* last layer: atomic energies through the readout, then dE/dA of this layer */
-    const REAL *cur = sH;
-    int cur_len = dout;
-    for (int r = 0; r < a.n_readout; r++) {
-        REAL *nx = (r & 1) ? sT2 : sT1;
-        const int len = a.readout_irreps[r + 1].dim;
-        linear_fwd<REAL, kNB>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, nb, cur,
-                              cur_len, nx, len, false);
-        __syncthreads();
-        cur = nx;
-        cur_len = len;
-    }
-    if (threadIdx.x < nb)
-        a.e_atom[r0 + threadIdx.x] = (double)cur[threadIdx.x * cur_len];
-    __syncthreads();
+    readout_energies<REAL>(a, t, nb, r0, sH, dout, sT1, sT2);
     REAL *gh = sT1, *gyn = sT2;
     for (int q = 0; q < nb; q++)
         for (int k = threadIdx.x; k < dout; k += blockDim.x)
             gh[q * dout + k] = a.grad_top[(int64_t)t[q] * dout + k];
     __syncthreads();
-    gate_bwd<REAL, kNB>(L, nb, sYn, dconv, gh, dout, gyn, dconv);
     REAL *gy = sYn;
-    if (L.norm == 1)
-        norm_bwd<REAL, kNB>(L, nb, sYv, dconv, rho, gyn, dconv, gy, dconv, red);
-    else
-        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
-            gy[k] = gyn[k];
+    norm_gate_bwd<REAL, kNB>(L, nb, sYv, dconv, rho, gh, dout, sYn, gyn, gy, dconv, red);
     __syncthreads();
     linear_bwd<REAL, kNB>(L.linear_2, L.mid, L.conv, t, nb, gy, dconv,
                           a.ga_out + (int64_t)r0 * a.ga_stride, a.ga_stride, false, true);

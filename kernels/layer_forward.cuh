@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model_dev.cuh"
+#include "node_ops.cuh"
 
 namespace fnqcu {
 
@@ -42,6 +43,28 @@ template <typename REAL> struct ForwardArgs {
     int tf32; /* tensor cores (3xTF32) for the radial-MLP GEMMs, float only */
     int skip; /* measurement only (FNQ_SKIP, bench/NOTES.md): stages left out, kSkip* bits */
 };
+
+/* The atomic energies of the block's atoms r0 .. r0+nb (species t) through the readout linears
+ * from h (rows h_len apart), scratch t1 and t2 (rows as long as the widest readout irreps). */
+template <typename REAL>
+__device__ void readout_energies(const ForwardArgs<REAL> &a, const int *t, int nb, int r0,
+                                 const REAL *h, int h_len, REAL *t1, REAL *t2)
+{
+    const REAL *cur = h;
+    int cur_len = h_len;
+    for (int r = 0; r < a.n_readout; r++) {
+        REAL *nx = (r & 1) ? t2 : t1;
+        const int len = a.readout_irreps[r + 1].dim;
+        linear_fwd<REAL, kNB>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, nb,
+                              cur, cur_len, nx, len, false);
+        __syncthreads();
+        cur = nx;
+        cur_len = len;
+    }
+    if (threadIdx.x < nb)
+        a.e_atom[r0 + threadIdx.x] = (double)cur[threadIdx.x * cur_len];
+    __syncthreads();
+}
 
 template <typename REAL> size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len);
 template <typename REAL> cudaError_t forward_configure(size_t smem);

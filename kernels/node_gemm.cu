@@ -213,6 +213,15 @@ static GemmJob<REAL> &new_job(GemmArgs<REAL> &g, const Irreps &dst, REAL *y, int
     return J;
 }
 
+template <typename REAL> static GemmArgs<REAL> gemm_args(int64_t n_atoms, const int *species)
+{
+    GemmArgs<REAL> g;
+    memset(&g, 0, sizeof(g));
+    g.n_atoms = n_atoms;
+    g.species = species;
+    return g;
+}
+
 template <typename REAL>
 static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *launches)
 {
@@ -266,16 +275,7 @@ __global__ void __launch_bounds__(kThreads) node_forward_kernel(const __grid_con
     const int len = dconv > dout ? dconv : dout;
     REAL *sYn = (REAL *)smem, *sH = sYn + kNB * len, *rho = sH + kNB * len;
     double *red = (double *)(smem + node_smem<REAL>(len, 2) - sizeof(double) * kNB * kThreads);
-    const REAL *y = a.y_save + (int64_t)r0 * dconv;
-    if (L.norm == 1) {
-        norm_rho<REAL, kNB>(L, nb, y, dconv, rho, red);
-        norm_apply<REAL, kNB>(L, nb, y, dconv, rho, sYn, dconv);
-    } else {
-        if (threadIdx.x < kNB)
-            rho[threadIdx.x] = 1;
-        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
-            sYn[k] = y[k];
-    }
+    norm_fwd<REAL, kNB>(L, nb, a.y_save + (int64_t)r0 * dconv, dconv, rho, sYn, dconv, red);
     __syncthreads();
     if (threadIdx.x < nb)
         a.rho_save[r0 + threadIdx.x] = rho[threadIdx.x];
@@ -307,16 +307,8 @@ __global__ void __launch_bounds__(kThreads) node_last_kernel(const __grid_consta
 #pragma unroll
     for (int q = 0; q < kNB; q++)
         t[q] = q < nb ? a.species[r0 + q] : 0;
-    REAL *y = a.y_save + (int64_t)r0 * dconv;
-    if (L.norm == 1) {
-        norm_rho<REAL, kNB>(L, nb, y, dconv, rho, red);
-        norm_apply<REAL, kNB>(L, nb, y, dconv, rho, sYn, dconv);
-    } else {
-        if (threadIdx.x < kNB)
-            rho[threadIdx.x] = 1;
-        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
-            sYn[k] = y[k];
-    }
+    const REAL *y = a.y_save + (int64_t)r0 * dconv;
+    norm_fwd<REAL, kNB>(L, nb, y, dconv, rho, sYn, dconv, red);
     __syncthreads();
     gate_fwd<REAL, kNB>(L, nb, sYn, dconv, sH, dout);
     __syncthreads();
@@ -328,32 +320,14 @@ __global__ void __launch_bounds__(kThreads) node_last_kernel(const __grid_consta
                 sH[q * dout + k] += x[k];
         }
     __syncthreads();
-    const REAL *cur = sH;
-    int cur_len = dout;
-    for (int r = 0; r < a.n_readout; r++) {
-        REAL *nx = (r & 1) ? sT2 : sT1;
-        const int n_len = a.readout_irreps[r + 1].dim;
-        linear_fwd<REAL, kNB>(a.readout[r], a.readout_irreps[r], a.readout_irreps[r + 1], t, nb,
-                              cur, cur_len, nx, n_len, false);
-        __syncthreads();
-        cur = nx;
-        cur_len = n_len;
-    }
-    if (threadIdx.x < nb)
-        a.e_atom[r0 + threadIdx.x] = (double)cur[threadIdx.x * cur_len];
-    __syncthreads();
+    readout_energies<REAL>(a, t, nb, r0, sH, dout, sT1, sT2);
     /* dE/dh_L (species only: the readout is linear) -> gate^T -> norm^T */
     REAL *gh = sH, *gyn = sT1, *gy = sT2;
     for (int q = 0; q < nb; q++)
         for (int k = threadIdx.x; k < dout; k += blockDim.x)
             gh[q * dout + k] = a.grad_top[(int64_t)t[q] * dout + k];
     __syncthreads();
-    gate_bwd<REAL, kNB>(L, nb, sYn, dconv, gh, dout, gyn, dconv);
-    if (L.norm == 1)
-        norm_bwd<REAL, kNB>(L, nb, y, dconv, rho, gyn, dconv, gy, dconv, red);
-    else
-        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
-            gy[k] = gyn[k];
+    norm_gate_bwd<REAL, kNB>(L, nb, y, dconv, rho, gh, dout, sYn, gyn, gy, dconv, red);
     __syncthreads();
     REAL *gy_rows = a.y_save + ((int64_t)a.n_local + r0) * dconv;
     for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
@@ -386,19 +360,8 @@ __global__ void __launch_bounds__(kThreads) node_backward_kernel(const __grid_co
     if (threadIdx.x < nb)
         rho[threadIdx.x] = b.rho_prev[r0 + threadIdx.x];
     __syncthreads();
-    if (P.norm == 1)
-        norm_apply<REAL, kNB>(P, nb, y, pconv, rho, sYn, pconv);
-    else
-        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
-            sYn[k] = y[k];
-    __syncthreads();
-    gate_bwd<REAL, kNB>(P, nb, sYn, pconv, sGin, din, sGyn, pconv);
     REAL *gy = sYn;
-    if (P.norm == 1)
-        norm_bwd<REAL, kNB>(P, nb, y, pconv, rho, sGyn, pconv, gy, pconv, red);
-    else
-        for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
-            gy[k] = sGyn[k];
+    norm_gate_bwd<REAL, kNB>(P, nb, y, pconv, rho, sGin, din, sYn, sGyn, gy, pconv, red);
     __syncthreads();
     for (int k = threadIdx.x; k < nb * pconv; k += blockDim.x)
         y[k] = gy[k];
@@ -408,33 +371,43 @@ __global__ void __launch_bounds__(kThreads) node_backward_kernel(const __grid_co
                 b.gpart_out[(int64_t)(r0 + q) * b.W + k] = P.resnet ? sGin[q * din + k] : REAL(0);
 }
 
-/* after the last layer's y GEMM: energies and the top of the backward (node_last_kernel),
- * then dE/dA = linear_2^T(gy), tiled, and the input gradient's self-connection part */
-template <typename REAL>
-static cudaError_t node_last_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
-                                   int *launches)
+template <typename REAL> cudaError_t node_gemm_configure(int epi_len)
 {
-    const Layer<REAL> &L = a.L;
-    const int64_t n = a.n_local;
-    const size_t smem = node_smem<REAL>(a.epi_len, 4);
-    cudaError_t e = cudaFuncSetAttribute(node_last_kernel<REAL>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess)
-        return e;
-    node_last_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(a);
+    /* the last layer's kernel has the most vectors, each at most epi_len long */
+    const int smem = (int)node_smem<REAL>(epi_len, 4);
+    const cudaFuncAttribute max = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    cudaError_t e = cudaFuncSetAttribute(node_forward_kernel<REAL>, max, smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(node_last_kernel<REAL>, max, smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(node_backward_kernel<REAL>, max, smem);
+    return e;
+}
+
+/* a per-atom node kernel on NB atoms per block, with `smem` bytes of dynamic shared memory
+ * (within what node_gemm_configure allowed) */
+template <typename ARGS>
+static cudaError_t node_kernel_launch(void (*kernel)(ARGS), const ARGS &args, int64_t n,
+                                      size_t smem, cudaStream_t stream, int *launches)
+{
+    kernel<<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(args);
     ++*launches;
-    if ((e = cudaGetLastError()) != cudaSuccess)
-        return e;
-    GemmArgs<REAL> g;
-    memset(&g, 0, sizeof(g));
-    g.n_atoms = n;
-    g.species = a.species;
-    GemmJob<REAL> &A = new_job<REAL>(g, L.mid, a.ga_out, a.ga_stride, true, false, nullptr);
-    const REAL *gy = a.y_save + n * L.conv.dim;
-    add_term<REAL>(A, L.linear_2, true, L.conv, gy, L.conv.dim, false);
-    if (a.layer > 0 && L.self_conn.n_instr > 0) {
-        GemmJob<REAL> &S = new_job<REAL>(g, L.in, a.gpart_out, a.W, false, true, nullptr);
-        add_term<REAL>(S, L.self_conn, true, L.conv, gy, L.conv.dim, false);
+    return cudaGetLastError();
+}
+
+/* after the node backward of layer P gave gy (rows of P.conv): P's dE/dA = linear_2^T(gy),
+ * tiled, and (with_self) its input gradient gpart += self_connection^T(gy) */
+template <typename REAL>
+static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *species,
+                              const REAL *gy, REAL *ga_out, int ga_stride, bool with_self,
+                              REAL *gpart_out, int W, cudaStream_t stream, int *launches)
+{
+    GemmArgs<REAL> g = gemm_args<REAL>(n, species);
+    GemmJob<REAL> &A = new_job<REAL>(g, P.mid, ga_out, ga_stride, true, false, nullptr);
+    add_term<REAL>(A, P.linear_2, true, P.conv, gy, P.conv.dim, false);
+    if (with_self && P.self_conn.n_instr > 0) {
+        GemmJob<REAL> &S = new_job<REAL>(g, P.in, gpart_out, W, false, true, nullptr);
+        add_term<REAL>(S, P.self_conn, true, P.conv, gy, P.conv.dim, false);
     }
     return gemm_launch<REAL>(g, stream, launches);
 }
@@ -446,10 +419,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
     const int64_t n = a.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g;
-    memset(&g, 0, sizeof(g));
-    g.n_atoms = n;
-    g.species = a.species;
+    GemmArgs<REAL> g = gemm_args<REAL>(n, a.species);
     /* y = linear_2(A) + self_connection(h) */
     GemmJob<REAL> &J = new_job<REAL>(g, L.conv, a.y_save, L.conv.dim, false, false, nullptr);
     add_term<REAL>(J, L.linear_2, false, L.mid, a.A, a.a_stride, false);
@@ -462,22 +432,22 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
     cudaError_t e = gemm_launch<REAL>(g, stream, launches);
     if (e != cudaSuccess)
         return e;
-    if (a.last)
-        return node_last_launch<REAL>(a, stream, launches);
-    const int len = std::max(L.conv.dim, L.out.dim);
-    const size_t smem = node_smem<REAL>(len, 2);
-    if ((e = cudaFuncSetAttribute(node_forward_kernel<REAL>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-        cudaSuccess)
-        return e;
-    node_forward_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(a);
-    ++*launches;
-    if ((e = cudaGetLastError()) != cudaSuccess)
+    if (a.last) {
+        /* energies and the top of the backward, then this layer's dE/dA */
+        e = node_kernel_launch(node_last_kernel<REAL>, a, n, node_smem<REAL>(a.epi_len, 4),
+                               stream, launches);
+        if (e != cudaSuccess)
+            return e;
+        return down_gemms<REAL>(L, n, a.species, a.y_save + n * L.conv.dim, a.ga_out,
+                                a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream, launches);
+    }
+    e = node_kernel_launch(node_forward_kernel<REAL>, a, n,
+                           node_smem<REAL>(std::max(L.conv.dim, L.out.dim), 2), stream,
+                           launches);
+    if (e != cudaSuccess)
         return e;
     /* the next layer's sender rows h1 = linear_1(h') s, tiled */
-    memset(&g, 0, sizeof(g));
-    g.n_atoms = n;
-    g.species = a.species;
+    g = gemm_args<REAL>(n, a.species);
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
@@ -491,10 +461,7 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t strea
     const int64_t n = b.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g;
-    memset(&g, 0, sizeof(g));
-    g.n_atoms = n;
-    g.species = b.species;
+    GemmArgs<REAL> g = gemm_args<REAL>(n, b.species);
     /* g = gpart + linear_1^T(dh1) s, in place */
     GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
                                      L.sender_scale);
@@ -502,31 +469,17 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t strea
     cudaError_t e = gemm_launch<REAL>(g, stream, launches);
     if (e != cudaSuccess)
         return e;
-    const int len = std::max(P.conv.dim, L.in.dim);
-    const size_t smem = node_smem<REAL>(len, 3);
-    if ((e = cudaFuncSetAttribute(node_backward_kernel<REAL>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-        cudaSuccess)
+    e = node_kernel_launch(node_backward_kernel<REAL>, b, n,
+                           node_smem<REAL>(std::max(P.conv.dim, L.in.dim), 3), stream, launches);
+    if (e != cudaSuccess)
         return e;
-    node_backward_kernel<REAL><<<(unsigned)((n + kNB - 1) / kNB), kThreads, smem, stream>>>(b);
-    ++*launches;
-    if ((e = cudaGetLastError()) != cudaSuccess)
-        return e;
-    /* dE/dA of the layer below = linear_2^T(gy), tiled; its input gradient += self^T(gy) */
-    memset(&g, 0, sizeof(g));
-    g.n_atoms = n;
-    g.species = b.species;
-    GemmJob<REAL> &A = new_job<REAL>(g, P.mid, b.ga_out, b.ga_stride, true, false, nullptr);
-    add_term<REAL>(A, P.linear_2, true, P.conv, b.y_prev, P.conv.dim, false);
-    if (b.layer - 1 > 0 && P.self_conn.n_instr > 0) {
-        GemmJob<REAL> &S = new_job<REAL>(g, P.in, b.gpart_out, b.W, false, true, nullptr);
-        add_term<REAL>(S, P.self_conn, true, P.conv, b.y_prev, P.conv.dim, false);
-    }
-    return gemm_launch<REAL>(g, stream, launches);
+    return down_gemms<REAL>(P, n, b.species, b.y_prev, b.ga_out, b.ga_stride, b.layer - 1 > 0,
+                            b.gpart_out, b.W, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template bool node_gemm_suits<REAL>(const DeviceModel<REAL> &);                             \
+    template cudaError_t node_gemm_configure<REAL>(int);                                        \
     template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, cudaStream_t,     \
                                                    int *);                                      \
     template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, cudaStream_t,   \

@@ -24,6 +24,11 @@ namespace fnqcu {
  * rows are any atoms). Otherwise the layer kernels' epilogues do the node work. */
 template <typename REAL> bool node_gemm_suits(const DeviceModel<REAL> &dm);
 
+/* Once per context, after the model's sizes are known (epi_len: its longest node vector): the
+ * node kernels' shared memory, set here rather than at every launch (graphs are recorded
+ * nearly every MD step). */
+template <typename REAL> cudaError_t node_gemm_configure(int epi_len);
+
 /* The node forward of layer a.layer (not the last), after its layer kernel wrote A. */
 template <typename REAL>
 cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches);

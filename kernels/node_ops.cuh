@@ -339,6 +339,23 @@ __device__ void norm_bwd(const Layer<REAL> &L, int nb, const REAL *y, int sy, co
     }
 }
 
+/* yn = norm(y) with its factors rho (the layer's RMS norm; without one rho = 1, yn = y) */
+template <typename REAL, int NB>
+__device__ void norm_fwd(const Layer<REAL> &L, int nb, const REAL *y, int sy, REAL *rho, REAL *yn,
+                         int sn, double *red)
+{
+    if (L.norm == 1) {
+        norm_rho<REAL, NB>(L, nb, y, sy, rho, red);
+        norm_apply<REAL, NB>(L, nb, y, sy, rho, yn, sn);
+        return;
+    }
+    if (threadIdx.x < NB)
+        rho[threadIdx.x] = 1;
+    for (int a = 0; a < nb; a++)
+        for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x)
+            yn[a * sn + o] = y[a * sy + o];
+}
+
 template <typename REAL, int NB>
 __device__ void gate_fwd(const Layer<REAL> &L, int nb, const REAL *yn, int sn, REAL *h, int sh)
 {
@@ -407,6 +424,29 @@ __device__ void gate_bwd(const Layer<REAL> &L, int nb, const REAL *yn, int sn, c
                 }
     }
     __syncthreads();
+}
+
+/* gy = norm^T(gate^T(gh)) for gate inputs y (factors rho): yn and gyn are scratch (the normed
+ * y, the gate's transpose); gy may be yn. Rows of the three scratch vectors sv apart. */
+template <typename REAL, int NB>
+__device__ void norm_gate_bwd(const Layer<REAL> &L, int nb, const REAL *y, int sy, const REAL *rho,
+                              const REAL *gh, int sh, REAL *yn, REAL *gyn, REAL *gy, int sv,
+                              double *red)
+{
+    if (L.norm == 1)
+        norm_apply<REAL, NB>(L, nb, y, sy, rho, yn, sv);
+    else
+        for (int a = 0; a < nb; a++)
+            for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x)
+                yn[a * sv + o] = y[a * sy + o];
+    __syncthreads();
+    gate_bwd<REAL, NB>(L, nb, yn, sv, gh, sh, gyn, sv);
+    if (L.norm == 1)
+        norm_bwd<REAL, NB>(L, nb, y, sy, rho, gyn, sv, gy, sv, red);
+    else
+        for (int a = 0; a < nb; a++)
+            for (int o = threadIdx.x; o < L.conv.dim; o += blockDim.x)
+                gy[a * sv + o] = gyn[a * sv + o];
 }
 
 } // namespace fnqcu
