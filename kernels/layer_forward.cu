@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
 
     ColumnArgs<REAL> ca = column_args<REAL>(a, lay, sSrc, sRecv, sY, sR, L.in.tile_dim);
     if (TAB) {
-        ca.tab = L.rtab;
+        ca.tab_wd = L.rtab_wd;
+        ca.tab_ab = L.rtab_ab;
         ca.knot = shared_offset(sKnot);
         ca.coef = shared_offset(sC);
     }
@@ -111,8 +112,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY, sB,
                                   lay.ld[0]);
         if (TAB)
-            stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last, nullptr, e0, n, sKnot, sC,
-                                    nullptr);
+            stage_forward_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last,
+                                            (REAL)L.rtab_ab_unit, e0, n, sKnot, sC);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             sSrc[k] = staged_sender(a, (int)a.edge_send[e0 + k]);
             const int i = (int)a.edge_recv[e0 + k];

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include <cuda_fp16.h>
+
 #include "quad_plan.h"
 
 namespace fnqcu {
@@ -158,6 +160,15 @@ template <typename REAL> struct Layer {
      * for cubic Hermite interpolation (core/src/radial_table.h, radial_table.cuh). The MLP is
      * then not run at all. */
     const REAL *rtab;
+    /* The forward pass's copy of it, 12 bytes per knot and column instead of 16 (the forward
+     * kernels are bound by the bytes of these reads): (w, dw) in float32 and, in float16,
+     * (a, b) = (the knot's slope - dw, the next knot's slope - dw) divided by rtab_ab_unit, so
+     *   w(t) = w + t dw + h10(t) a + h11(t) b
+     * (radial_table.cuh). a and b are the Hermite curve's small departure from the chord
+     * (~h^2 w''), so their float16 rounding moves w far below float32's rounding. */
+    const float2 *rtab_wd;
+    const __half2 *rtab_ab;
+    float rtab_ab_unit; /* a power of two */
 };
 
 constexpr int kWarps = kThreads / 32;

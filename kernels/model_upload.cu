@@ -5,6 +5,7 @@
  * and dE/dh of the last layer output (the readout is linear, so it depends on the species only).
  */
 #include <algorithm>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,35 @@ static void build_units(const struct fnq_layer &h, bool use_groups, std::vector<
 
 constexpr double kTableMaxErrVal = 1e-7, kTableMaxErrSlope = 1e-5;
 
+/* The forward pass's 12-byte copy of the table (Layer::rtab_wd, rtab_ab) from its 16-byte
+ * rows (w, m0, dw, m1): (w, dw) in float32, (a, b) = (m0 - dw, m1 - dw) in float16 scaled by
+ * a power of two that puts the largest near 2^14 (float16's normal range starts at 2^-14). */
+template <typename REAL>
+static enum fnq_status upload_forward_table(Allocations *al, const std::vector<double> &tab,
+                                            Layer<REAL> *d)
+{
+    const size_t n = tab.size() / 4;
+    double largest = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double *q = &tab[4 * i];
+        largest = std::max(largest, std::max(fabs(q[1] - q[2]), fabs(q[3] - q[2])));
+    }
+    int shift = 0;
+    if (largest > 0.0)
+        shift = std::min(60, std::max(-60, 14 - (int)ceil(log2(largest))));
+    std::vector<float2> wd(n);
+    std::vector<__half2> ab(n);
+    for (size_t i = 0; i < n; i++) {
+        const double *q = &tab[4 * i];
+        wd[i] = make_float2((float)q[0], (float)q[2]);
+        ab[i] = __floats2half2_rn((float)ldexp(q[1] - q[2], shift),
+                                  (float)ldexp(q[3] - q[2], shift));
+    }
+    d->rtab_ab_unit = (float)ldexp(1.0, -shift);
+    FNQ_CHECK(upload<float2>(al, wd.data(), n, &d->rtab_wd));
+    return upload<__half2>(al, ab.data(), n, &d->rtab_ab);
+}
+
 /* The layer's radial weights tabulated over |r| (radial_table.h), columns in task order
  * (tasks: Layer::utasks, task t owning columns 32 t .. 32 t + 31). */
 template <typename REAL>
@@ -236,6 +266,7 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
         }
     }
     fnq__radial_table_free(&t);
+    FNQ_CHECK(upload_forward_table(al, tab, d));
     return upload_real<REAL>(al, tab.data(), tab.size(), &d->rtab);
 }
 

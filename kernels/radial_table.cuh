@@ -47,4 +47,25 @@ __device__ __forceinline__ void stage_table_coefs(const REAL *feat, int nsh, int
     }
 }
 
+/* The forward pass's table (Layer::rtab_wd, rtab_ab): sKnot[e] = k ld (the interval's row in
+ * both arrays) and the coefficients of (w, dw, a, b) in w, sC[e][4] = (1, t, h10(t), h11(t)),
+ * the last two times ab_unit (the unit of a and b in the table). */
+template <typename REAL>
+__device__ __forceinline__ void stage_forward_table_coefs(const REAL *feat, int nsh, int ld,
+                                                          REAL ab_unit, int64_t e0, int n,
+                                                          int *sKnot, REAL *sC)
+{
+    const int nf = nsh + 2;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        const int64_t e = e0 + k;
+        const int knot = (int)feat[e * nf + nsh];
+        const REAL t = feat[e * nf + nsh + 1], s = REAL(1) - t;
+        sKnot[k] = knot * ld;
+        sC[4 * k + 0] = REAL(1);
+        sC[4 * k + 1] = t;
+        sC[4 * k + 2] = ab_unit * (t * s * s);         /* h10 */
+        sC[4 * k + 3] = ab_unit * (t * t * (t - REAL(1))); /* h11 */
+    }
+}
+
 } // namespace fnqcu

@@ -74,6 +74,9 @@ template <typename REAL> struct ColumnArgs {
      * weights; d/dt) */
     const REAL *tab;
     uint32_t knot, coef, dcoef;
+    /* the forward pass reads the table's 12-byte copy instead (Layer::rtab_wd, rtab_ab) */
+    const float2 *tab_wd;
+    const __half2 *tab_ab;
     int dx_row0; /* backward: the block's first atom, row 0 of its dxpart slot */
 };
 
@@ -97,6 +100,8 @@ __device__ __forceinline__ ColumnArgs<REAL> column_args(const Args &a, const Lay
     ca.din = din;
     ca.tab = nullptr;
     ca.knot = ca.coef = ca.dcoef = 0;
+    ca.tab_wd = nullptr;
+    ca.tab_ab = nullptr;
     ca.dx_row0 = 0;
     return ca;
 }
@@ -148,6 +153,8 @@ template <typename REAL> struct ColumnView {
     int mid_off, mid_mul; /* its messages: A row + mid_off + m3 * mid_mul (u included) */
     const REAL *tab; /* table mode: the table at the lane's column (4 values per column) */
     uint32_t knot, coef, dcoef;
+    const float2 *tab_wd; /* the forward's copy at the lane's column */
+    const __half2 *tab_ab;
 
     __device__ __forceinline__ ColumnView(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                           int l2)
@@ -159,7 +166,8 @@ template <typename REAL> struct ColumnView {
                              (P.out_chan + u) % kTile)),
           mid_off(P.mid_off + P.out_chan + u), mid_mul(P.mid_mul),
           tab(c.tab ? c.tab + 4 * col : nullptr), knot(c.knot), coef(c.coef),
-          dcoef(c.dcoef)
+          dcoef(c.dcoef), tab_wd(c.tab_wd ? c.tab_wd + col : nullptr),
+          tab_ab(c.tab_ab ? c.tab_ab + col : nullptr)
     {
     }
     /* table mode: the lane's column of the table at edge e's interval (radial_table.cuh);
@@ -172,6 +180,14 @@ template <typename REAL> struct ColumnView {
     __device__ __forceinline__ void table_rows(int e, REAL (&f)[4]) const
     {
         load_quad(table_at(e), f);
+    }
+    /* the forward's 4 table values (w, dw, a, b) of edge e's interval at the column 32 k on
+     * (stage_forward_table_coefs) */
+    __device__ __forceinline__ void forward_table_rows(int e, int k, REAL (&f)[4]) const
+    {
+        const uint32_t i = (uint32_t)shared_at<int>(knot + 4 * e) + (uint32_t)(k * kTile);
+        const float2 wd = __ldg(tab_wd + i), ab = __half22float2(__ldg(tab_ab + i));
+        f[0] = wd.x, f[1] = wd.y, f[2] = ab.x, f[3] = ab.y;
     }
     /* edge e's 4 Hermite coefficients at `coefs` (coef: of w, dcoef: of dw/dt), one vector
      * load */
@@ -286,7 +302,7 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
         REAL x[T::D1], y[T::D2], t[T::D3], f[4] = {0, 0, 0, 0};
         c.x_row((uint32_t)c.sender_of(e), x);
         if constexpr (TAB)
-            c.table_rows(e, f);
+            c.forward_table_rows(e, 0, f);
 #pragma unroll
         for (int m2 = 0; m2 < T::D2; m2++)
             y[m2] = c.Y(e, m2);

@@ -95,12 +95,11 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
         for (int m = 0; m < GL::NY; m++)
             y[m] = c.Y(e, m);
         c.hermite_coefs(c.coef, e, h);
-        const REAL *tab = c.table_at(e);
         static_for<GL::N>([&](auto K) {
             constexpr int k = decltype(K)::value;
             using T = typename GL::template P<k>;
             REAL f[4], t[T::D3];
-            load_quad(tab + 4 * kTile * k, f);
+            c.forward_table_rows(e, k, f);
 #pragma unroll
             for (int m = 0; m < T::D3; m++)
                 t[m] = 0;
