@@ -4,7 +4,8 @@
  * knot interval k and the cubic Hermite coefficients of t; per weight the column pass then
  * reads 4 table values (one load from L2; below) and makes 4 FMAs
  * (ColumnView::table_rows / hermite in tp_column.cuh), instead of the radial MLP (~70 % of
- * the arithmetic of the exact path).
+ * the arithmetic of the exact path). The forward pass reads a 12-byte copy instead
+ * (stage_forward_table_coefs below, ColumnView::forward_table_rows).
  */
 #pragma once
 
