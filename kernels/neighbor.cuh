@@ -1,7 +1,8 @@
 /*
  * neighbor.cuh: the neighbour list on the GPU (neighbor.cu). The host prepares the cell grid in
- * O(N) (core/src/cell_grid.h); the device does the O(N x neighbours) search with the same
- * per-atom visit as the CPU builder, so both produce the same edges in the same order.
+ * O(N) (core/src/cell_grid.h); the device does the O(N x neighbours) search, a warp per atom,
+ * in the order of the CPU builder's per-atom visit, so both produce the same edges in the same
+ * order.
  */
 #pragma once
 

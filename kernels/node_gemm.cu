@@ -67,8 +67,11 @@ __device__ __forceinline__ int64_t atom_of(int64_t row, int d, int64_t rows)
     return rows <= (int64_t)UINT32_MAX ? (int64_t)((uint32_t)row / (uint32_t)d) : row / d;
 }
 
+/* blocks per SM: float fits 4 in registers (63 each, no spills); double spills at 4 */
+template <typename REAL> constexpr int kGemmBlocksPerSM = sizeof(REAL) == 4 ? 4 : 3;
+
 template <typename REAL>
-__global__ void __launch_bounds__(kThreads, 3) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
+__global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
 {
     /* two stages: the next k step's tiles are loaded into registers while this one's are
      * multiplied (one barrier per step) */

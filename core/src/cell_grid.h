@@ -55,51 +55,83 @@ static inline FNQ_HD int64_t fnq__floor_div(int64_t a, int64_t b)
 }
 
 /*
+ * The bin at offset o from bin b (b, o: per axis) and the image it lies in; 0 when the offset
+ * leaves a non-periodic axis (nothing to visit).
+ */
+static inline FNQ_HD int fnq__cell_offset(const struct fnq_cell_view *gr, const int64_t b[3],
+                                          const int64_t o[3], int64_t *bin, int64_t img[3])
+{
+    int64_t nb[3];
+    for (int a = 0; a < 3; a++) {
+        int64_t t = b[a] + o[a];
+        if (gr->periodic[a]) {
+            img[a] = fnq__floor_div(t, gr->nbin[a]);
+            nb[a] = t - img[a] * gr->nbin[a];
+        } else {
+            img[a] = 0;
+            nb[a] = t;
+            if (t < 0 || t >= gr->nbin[a])
+                return 0;
+        }
+    }
+    *bin = (nb[0] * gr->nbin[1] + nb[1]) * gr->nbin[2] + nb[2];
+    return 1;
+}
+
+/*
+ * r = x_j - x_i + S.cell for atom j of a bin in image img; returns |r|^2, or a negative number
+ * for atom i itself at S = 0 (not its own neighbour).
+ */
+static inline FNQ_HD double fnq__cell_pair(const struct fnq_cell_view *gr, const double *pos,
+                                           int64_t i, int64_t j, const int64_t img[3],
+                                           double r[3])
+{
+    double S[3];
+    for (int a = 0; a < 3; a++)
+        S[a] = (double)img[a] + gr->wrap[3 * j + a] - gr->wrap[3 * i + a];
+    if (j == i && S[0] == 0.0 && S[1] == 0.0 && S[2] == 0.0)
+        return -1.0;
+    for (int k = 0; k < 3; k++)
+        r[k] = pos[3 * j + k] - pos[3 * i + k] + S[0] * gr->cell[0][k] + S[1] * gr->cell[1][k] +
+               S[2] * gr->cell[2][k];
+    return r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+}
+
+/* atom i's bin as three indices */
+static inline FNQ_HD void fnq__cell_of(const struct fnq_cell_view *gr, int64_t i, int64_t b[3])
+{
+    const int64_t bi = gr->atom_bin[i];
+    b[0] = bi / (gr->nbin[1] * gr->nbin[2]);
+    b[1] = (bi / gr->nbin[2]) % gr->nbin[1];
+    b[2] = bi % gr->nbin[2];
+}
+
+/*
  * Visit the neighbours of atom i: every (j, image) with |r| < cutoff, r = x_j - x_i + S.cell,
  * except j == i at S = 0. Writes them (when out_send is not NULL) in a fixed order: bin offset,
  * then atom order within the bin. Returns the count; *min_d2 (if given) gets the smallest |r|^2.
+ * (The GPU's warp-wide visit, kernels/neighbor.cu, keeps this order.)
  */
 static inline FNQ_HD int64_t fnq__cell_visit(const struct fnq_cell_view *gr, const double *pos,
                                              int64_t i, double rc2, int64_t *out_send,
                                              double *out_vec, double *min_d2)
 {
-    int64_t bi = gr->atom_bin[i];
-    int64_t b[3] = {bi / (gr->nbin[1] * gr->nbin[2]), (bi / gr->nbin[2]) % gr->nbin[1],
-                    bi % gr->nbin[2]};
+    int64_t b[3];
+    fnq__cell_of(gr, i, b);
     int64_t count = 0;
     double best = 1e300;
     for (int64_t o0 = -gr->reach[0]; o0 <= gr->reach[0]; o0++)
         for (int64_t o1 = -gr->reach[1]; o1 <= gr->reach[1]; o1++)
             for (int64_t o2 = -gr->reach[2]; o2 <= gr->reach[2]; o2++) {
-                int64_t o[3] = {o0, o1, o2}, nb[3], img[3];
-                int skip = 0;
-                for (int a = 0; a < 3 && !skip; a++) {
-                    int64_t t = b[a] + o[a];
-                    if (gr->periodic[a]) {
-                        img[a] = fnq__floor_div(t, gr->nbin[a]);
-                        nb[a] = t - img[a] * gr->nbin[a];
-                    } else {
-                        img[a] = 0;
-                        nb[a] = t;
-                        skip = (t < 0 || t >= gr->nbin[a]);
-                    }
-                }
-                if (skip)
+                const int64_t o[3] = {o0, o1, o2};
+                int64_t bin, img[3];
+                if (!fnq__cell_offset(gr, b, o, &bin, img))
                     continue;
-                int64_t bin = (nb[0] * gr->nbin[1] + nb[1]) * gr->nbin[2] + nb[2];
                 for (int64_t q = gr->bin_start[bin]; q < gr->bin_start[bin + 1]; q++) {
-                    int64_t j = gr->bin_atoms[q];
-                    double S[3];
-                    for (int a = 0; a < 3; a++)
-                        S[a] = (double)img[a] + gr->wrap[3 * j + a] - gr->wrap[3 * i + a];
-                    if (j == i && S[0] == 0.0 && S[1] == 0.0 && S[2] == 0.0)
-                        continue;
+                    const int64_t j = gr->bin_atoms[q];
                     double r[3];
-                    for (int k = 0; k < 3; k++)
-                        r[k] = pos[3 * j + k] - pos[3 * i + k] + S[0] * gr->cell[0][k] +
-                               S[1] * gr->cell[1][k] + S[2] * gr->cell[2][k];
-                    double d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                    if (d2 >= rc2)
+                    const double d2 = fnq__cell_pair(gr, pos, i, j, img, r);
+                    if (d2 < 0.0 || d2 >= rc2)
                         continue;
                     if (d2 < best)
                         best = d2;
