@@ -97,14 +97,9 @@ static void emit_fwd(FILE *f, const struct kind *k, const char *name)
     fprintf(f, "    }\n}\n\n");
 }
 
-static void emit_bwd(FILE *f, const struct kind *k, const char *name)
+/* one vector of channels from u; the first (u = 0) sets the pair sums S instead of adding */
+static void emit_bwd_step(FILE *f, const struct kind *k, int first_step)
 {
-    fprintf(f, "static inline __attribute__((always_inline)) void\nFN(%s)(int32_t mul, int32_t "
-               "ldg, const REAL *K, const REAL *w, const REAL *x, const REAL *gr, REAL *dw, "
-               "REAL *dy)\n{\n", name);
-    fprintf(f, "    FN(vec) S[%d];\n    for (int q = 0; q < %d; q++)\n        S[q] = (FN(vec)){0};\n",
-            k->n_pairs, k->n_pairs);
-    fprintf(f, "    for (int32_t u = 0; u < mul; u += VLEN) {\n");
     fprintf(f, "        const FN(vec) wv = FN(vload)(w + u)");
     for (int m1 = 0; m1 < k->d1; m1++)
         fprintf(f, ", x%d = FN(vload)(x + %d * mul + u)", m1, m1);
@@ -125,10 +120,22 @@ static void emit_bwd(FILE *f, const struct kind *k, const char *name)
         fprintf(f, ";\n        dv += g * t;\n");
         for (int q = 0; q < k->n_pairs; q++)
             if (k->m3[q] == m3)
-                fprintf(f, "        S[%d] += x%d * gw;\n", q, k->m1[q]);
+                fprintf(f, "        S[%d] %s x%d * gw;\n", q, first_step ? "=" : "+=", k->m1[q]);
     }
-    fprintf(f, "        FN(vstore)(dw + u, dv);\n    }\n");
-    fprintf(f, "    REAL s;\n");
+    fprintf(f, "        FN(vstore)(dw + u, dv);\n");
+}
+
+/* needs mul >= VLEN */
+static void emit_bwd(FILE *f, const struct kind *k, const char *name)
+{
+    fprintf(f, "static inline __attribute__((always_inline)) void\nFN(%s)(int32_t mul, int32_t "
+               "ldg, const REAL *K, const REAL *w, const REAL *x, const REAL *gr, REAL *dw, "
+               "REAL *dy)\n{\n", name);
+    fprintf(f, "    FN(vec) S[%d];\n    {\n        const int32_t u = 0;\n", k->n_pairs);
+    emit_bwd_step(f, k, 1);
+    fprintf(f, "    }\n    for (int32_t u = VLEN; u < mul; u += VLEN) {\n");
+    emit_bwd_step(f, k, 0);
+    fprintf(f, "    }\n    REAL s;\n");
     for (int q = 0; q < k->n_pairs; q++) {
         fprintf(f, "    s = FN(lane_sum)(S[%d]);\n", q);
         for (int m2 = 0; m2 < k->d2; m2++) {
