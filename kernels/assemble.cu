@@ -3,7 +3,7 @@
  * edges it receives and sends (by-sender index, no atomics):
  *   F_i = sum_{e recv i} g_e - sum_{e send i} g_e,  W_i = 1/2 sum over both of w_e,
  *   w_e = -sym(g_e (x) r_e);
- * then one block sums energies and virials in a fixed order (each thread a contiguous range,
+ * then one block sums energies and virials in a fixed order (each thread every 512th atom,
  * then a tree), so the totals are bitwise reproducible.
  */
 #include "assemble.cuh"
@@ -20,33 +20,42 @@ __device__ __forceinline__ void edge_virial(const double *g, const double *r, do
     w[5] = -0.5 * (g[0] * r[1] + g[1] * r[0]);
 }
 
-__global__ void assemble_kernel(AssembleArgs a)
+constexpr int kAssembleThreads = 128, kAtomsPerBlock = kAssembleThreads / 32;
+
+/* one warp per atom: the lanes take every 32nd of its edges and a butterfly sums their parts
+ * (a fixed order: reproducible); a thread per atom left ~2 warps per SM at 8,000 atoms, each
+ * walking ~90 edges one dependent load after another */
+__global__ void __launch_bounds__(kAssembleThreads) assemble_kernel(AssembleArgs a)
 {
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.n_all)
+    const int64_t i = (int64_t)blockIdx.x * kAtomsPerBlock + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (i >= a.n_all) /* the whole warp */
         return;
-    double f[3] = {0, 0, 0}, v[6] = {0, 0, 0, 0, 0, 0}, w[6];
+    double s[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, w[6]; /* force, then virial */
     if (i < a.n_local)
-        for (int64_t e = a.recv_start[i]; e < a.recv_start[i + 1]; e++) {
+        for (int64_t e = a.recv_start[i] + lane; e < a.recv_start[i + 1]; e += 32) {
             const double *g = a.edge_grad + 3 * e;
-            f[0] += g[0], f[1] += g[1], f[2] += g[2];
+            s[0] += g[0], s[1] += g[1], s[2] += g[2];
             edge_virial(g, a.edge_vec + 3 * e, w);
             for (int k = 0; k < 6; k++)
-                v[k] += 0.5 * w[k];
+                s[3 + k] += 0.5 * w[k];
         }
-    for (int64_t q = a.send_start[i]; q < a.send_start[i + 1]; q++) {
+    for (int64_t q = a.send_start[i] + lane; q < a.send_start[i + 1]; q += 32) {
         const int64_t e = a.send_edges[q];
         const double *g = a.edge_grad + 3 * e;
-        f[0] -= g[0], f[1] -= g[1], f[2] -= g[2];
+        s[0] -= g[0], s[1] -= g[1], s[2] -= g[2];
         edge_virial(g, a.edge_vec + 3 * e, w);
         for (int k = 0; k < 6; k++)
-            v[k] += 0.5 * w[k];
+            s[3 + k] += 0.5 * w[k];
     }
-    for (int k = 0; k < 3; k++)
-        a.forces[3 * i + k] = f[k];
-    for (int k = 0; k < 6; k++)
-        a.atom_virial[6 * i + k] = v[k];
-    if (i < a.n_local) {
+    for (int k = 0; k < 9; k++)
+        for (int off = 16; off > 0; off >>= 1)
+            s[k] += __shfl_xor_sync(0xffffffffu, s[k], off);
+    if (lane < 3)
+        a.forces[3 * i + lane] = s[lane];
+    else if (lane < 9)
+        a.atom_virial[6 * i + lane - 3] = s[lane];
+    else if (lane == 9 && i < a.n_local) {
         const int t = a.species[i];
         a.atom_energy[i] = a.energy_scale[t] * a.e_atom[i] + a.energy_shift[t];
     }
@@ -59,11 +68,10 @@ __global__ void __launch_bounds__(kReduceThreads) reduce_kernel(AssembleArgs a)
     __shared__ double red[kReduceThreads][7];
     const int tid = threadIdx.x;
     double s[7] = {0, 0, 0, 0, 0, 0, 0};
-    const int64_t chunk_l = (a.n_local + kReduceThreads - 1) / kReduceThreads;
-    for (int64_t i = tid * chunk_l; i < (tid + 1) * chunk_l && i < a.n_local; i++)
+    /* each thread every 512th atom (coalesced loads) */
+    for (int64_t i = tid; i < a.n_local; i += kReduceThreads)
         s[0] += a.atom_energy[i];
-    const int64_t chunk_a = (a.n_all + kReduceThreads - 1) / kReduceThreads;
-    for (int64_t i = tid * chunk_a; i < (tid + 1) * chunk_a && i < a.n_all; i++)
+    for (int64_t i = tid; i < a.n_all; i += kReduceThreads)
         for (int k = 0; k < 6; k++)
             s[1 + k] += a.atom_virial[6 * i + k];
     for (int k = 0; k < 7; k++)
@@ -82,9 +90,8 @@ __global__ void __launch_bounds__(kReduceThreads) reduce_kernel(AssembleArgs a)
 cudaError_t assemble_launch(const AssembleArgs &a, cudaStream_t stream)
 {
     if (a.n_all > 0) {
-        const int threads = 128;
-        const int64_t blocks = (a.n_all + threads - 1) / threads;
-        assemble_kernel<<<(unsigned)blocks, threads, 0, stream>>>(a);
+        const int64_t blocks = (a.n_all + kAtomsPerBlock - 1) / kAtomsPerBlock;
+        assemble_kernel<<<(unsigned)blocks, kAssembleThreads, 0, stream>>>(a);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;
