@@ -25,7 +25,7 @@
 enum fnq_status fnq__cpu_init_f64(const struct fnq_model *m, const struct fnq_options *opt,
                                    void **state)
 {
-    return FN(state_init)(m, opt->debug_layers, (size_t)opt->cpu_pair_mb << 20, state);
+    return FN(state_init)(m, opt, state);
 }
 void fnq__cpu_free_f64(void *state) { FN(state_free)(state); }
 enum fnq_status fnq__cpu_compute_f64(void *state, const struct fnq_graph *g,

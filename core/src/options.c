@@ -47,6 +47,7 @@ void fnq__options_read(struct fnq_options *o)
     o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
     o->node_gemm = !equals("FNQ_NODE_GEMM", "0");
+    o->tp_generic = equals("FNQ_TP_GENERIC", "1");
     o->cpu_pair_mb = 2048;
     if (getenv("FNQ_CPU_PAIR_MB")) {
         const int n = atoi(getenv("FNQ_CPU_PAIR_MB"));

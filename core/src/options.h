@@ -24,6 +24,8 @@ struct fnq_options {
     int node_gemm;        /* GPU node-wise work as GEMMs over all atoms; FNQ_NODE_GEMM=0: in the
                            * layer kernels' epilogues (node_gemm.cuh) */
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */
+    int tp_generic;       /* FNQ_TP_GENERIC=1: CPU tensor products by the generic kernels only
+                           * (not those generated per path kind), to compare */
 };
 
 /* The switches as the environment sets them now. */
