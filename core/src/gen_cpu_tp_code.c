@@ -73,28 +73,39 @@ static void emit_coeffs(FILE *f, const struct kind *k, const char *name)
     fprintf(f, "}\n\n");
 }
 
-static void emit_fwd(FILE *f, const struct kind *k, const char *name)
+/* The loop over vectors of channels that the forward and the sender side share:
+ * out[o] += w sum_q in[in_of[q]] coefs[q] over the pairs q whose out_of[q] is o, for each o, in
+ * the pairs' order (input and output rows ld_in and ld_out values apart). */
+static void emit_weighted_sums(FILE *f, const struct kind *k, const char *in, int n_in,
+                               const int *in_of, const char *ld_in, const char *out, int n_out,
+                               const int *out_of, const char *ld_out, const char *coefs)
 {
-    fprintf(f, "static inline __attribute__((always_inline)) void\nFN(%s)(int32_t mul, int32_t "
-               "ldo, const REAL *K, const REAL *w, const REAL *x, REAL *o)\n{\n", name);
     fprintf(f, "    for (int32_t u = 0; u < mul; u += VLEN) {\n");
     fprintf(f, "        const FN(vec) wv = FN(vload)(w + u)");
-    for (int m1 = 0; m1 < k->d1; m1++)
-        fprintf(f, ", x%d = FN(vload)(x + %d * mul + u)", m1, m1);
+    for (int i = 0; i < n_in; i++)
+        fprintf(f, ", %s%d = FN(vload)(%s + %d * %s + u)", in, i, in, i, ld_in);
     fprintf(f, ";\n        FN(vec) t;\n");
-    for (int m3 = 0; m3 < k->d3; m3++) {
+    for (int o = 0; o < n_out; o++) {
         int first = 1;
         for (int q = 0; q < k->n_pairs; q++)
-            if (k->m3[q] == m3) {
-                fprintf(f, first ? "        t = x%d * K[%d]" : " + x%d * K[%d]", k->m1[q], q);
+            if (out_of[q] == o) {
+                fprintf(f, first ? "        t = %s%d * %s[%d]" : " + %s%d * %s[%d]", in, in_of[q],
+                        coefs, q);
                 first = 0;
             }
         if (first)
             continue;
-        fprintf(f, ";\n        FN(vstore)(o + %d * ldo + u, FN(vload)(o + %d * ldo + u) + "
-                   "wv * t);\n", m3, m3);
+        fprintf(f, ";\n        FN(vstore)(%s + %d * %s + u, FN(vload)(%s + %d * %s + u) + "
+                   "wv * t);\n", out, o, ld_out, out, o, ld_out);
     }
     fprintf(f, "    }\n}\n\n");
+}
+
+static void emit_fwd(FILE *f, const struct kind *k, const char *name)
+{
+    fprintf(f, "static inline __attribute__((always_inline)) void\nFN(%s)(int32_t mul, int32_t "
+               "ldo, const REAL *K, const REAL *w, const REAL *x, REAL *o)\n{\n", name);
+    emit_weighted_sums(f, k, "x", k->d1, k->m1, "mul", "o", k->d3, k->m3, "ldo", "K");
 }
 
 /* one vector of channels from u; the first (u = 0) sets the pair sums S instead of adding */
@@ -154,24 +165,7 @@ static void emit_snd(FILE *f, const struct kind *k, const char *name)
             name);
     fprintf(f, "    REAL k[%d];\n    for (int q = 0; q < %d; q++)\n        k[q] = sign * K[q];\n",
             k->n_pairs, k->n_pairs);
-    fprintf(f, "    for (int32_t u = 0; u < mul; u += VLEN) {\n");
-    fprintf(f, "        const FN(vec) wv = FN(vload)(w + u)");
-    for (int m3 = 0; m3 < k->d3; m3++)
-        fprintf(f, ", g%d = FN(vload)(g + %d * ldg + u)", m3, m3);
-    fprintf(f, ";\n        FN(vec) t;\n");
-    for (int m1 = 0; m1 < k->d1; m1++) {
-        int first = 1;
-        for (int q = 0; q < k->n_pairs; q++)
-            if (k->m1[q] == m1) {
-                fprintf(f, first ? "        t = g%d * k[%d]" : " + g%d * k[%d]", k->m3[q], q);
-                first = 0;
-            }
-        if (first)
-            continue;
-        fprintf(f, ";\n        FN(vstore)(dx + %d * mul + u, FN(vload)(dx + %d * mul + u) + "
-                   "wv * t);\n", m1, m1);
-    }
-    fprintf(f, "    }\n}\n\n");
+    emit_weighted_sums(f, k, "g", k->d3, k->m3, "ldg", "dx", k->d1, k->m1, "mul", "k");
 }
 
 /* the terms of one kind, in table order, for the check against the model's */
