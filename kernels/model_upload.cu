@@ -187,7 +187,6 @@ static void build_units(const struct fnq_layer &h, bool use_groups, std::vector<
     }
 }
 
-constexpr double kTableMaxErrVal = 1e-7, kTableMaxErrSlope = 1e-5;
 
 /* The forward pass's 12-byte copy of the table (Layer::rtab_wd, rtab_ab) from its 16-byte
  * rows (w, m0, dw, m1): (w, dw) in float32, (a, b) = (m0 - dw, m1 - dw) in float16 scaled by
@@ -232,16 +231,14 @@ static enum fnq_status upload_radial_table(Allocations *al, const struct fnq_mod
         fprintf(stderr, "fusednequip cuda: layer %d radial table, %d intervals of %.4g A: max "
                         "interpolation error %.2g (weights) %.2g (derivatives), relative\n",
                 layer, intervals, t.h, t.err_val, t.err_slope);
-    /* the bound keeps float32 forces within ~1e-4 eV/A of the exact model (nequix-mp-1 at
-     * 2048 intervals: 4.5e-6 here, forces within 3e-5) */
-    if (!(t.err_val <= kTableMaxErrVal && t.err_slope <= kTableMaxErrSlope)) {
+    if (!fnq__radial_table_accurate(&t)) {
         const double ev = t.err_val, es = t.err_slope;
         fnq__radial_table_free(&t);
         *rejected = 1;
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "layer %d: the radial table's interpolation error %.2g (weights) / %.2g "
                          "(derivatives) is above the bound %.0e / %.0e",
-                         layer, ev, es, kTableMaxErrVal, kTableMaxErrSlope);
+                         layer, ev, es, FNQ_TABLE_MAX_ERR_VAL, FNQ_TABLE_MAX_ERR_SLOPE);
     }
     /* per knot and column, 4 consecutive values (one 16-byte load in float32): w, h dw/dr,
      * the difference to the next knot's w, and the next knot's h dw/dr. The difference is

@@ -8,9 +8,11 @@
 
 #include "backend.h"
 #include "cpu_eval.h"
+#include "hot.h"
 #include "options.h"
 #include "parallel.h"
 #include "radial.h"
+#include "radial_table.h"
 #include "sh.h"
 #include "status.h"
 

@@ -12,7 +12,7 @@ struct fnq_options {
     int timing;           /* FNQ_TIMING=1: wall-clock per phase, printed when the context ends */
     int verbose;          /* FNQ_VERBOSE (set): kernel configuration and radial-table errors */
     int debug_layers;     /* FNQ_DEBUG_LAYERS (set): per-layer sums, on both backends */
-    int radial_exact;     /* FNQ_RADIAL=exact: float32 on the GPU runs the radial MLP itself */
+    int radial_exact;     /* FNQ_RADIAL=exact: float32 runs the radial MLP, not its tables */
     int radial_intervals; /* FNQ_RADIAL_INTERVALS: knots of the radial tables (default 2048) */
     int tf32;             /* FNQ_TF32=1: the radial-MLP GEMMs on tensor cores (3xTF32) */
     int sh_generic;       /* FNQ_SH_GENERIC=1: harmonics by the runtime recursion at any degree */

@@ -20,6 +20,16 @@ struct fnq_radial_table {
     double err_slope; /* the same for dw/dr, relative to max |dw/dr| */
 };
 
+/* The bound a table must meet to be used (float32 on the GPU and the CPU): it keeps float32
+ * forces within ~1e-4 eV/A of the exact model (nequix-mp-1 at 2048 intervals: 4.5e-6 for the
+ * derivatives, forces within 3e-5); a model whose table misses it runs the MLP itself */
+#define FNQ_TABLE_MAX_ERR_VAL 1e-7
+#define FNQ_TABLE_MAX_ERR_SLOPE 1e-5
+static inline int fnq__radial_table_accurate(const struct fnq_radial_table *t)
+{
+    return t->err_val <= FNQ_TABLE_MAX_ERR_VAL && t->err_slope <= FNQ_TABLE_MAX_ERR_SLOPE;
+}
+
 /* w(d) [n_w] and, if dw != NULL, dw/dd, exact, in double. scratch: 4 * max width doubles. */
 void fnq__radial_weights(const struct fnq_model *m, const struct fnq_mlp *r, double d, double *w,
                          double *dw, double *scratch);
