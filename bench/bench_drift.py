@@ -224,7 +224,9 @@ def main():
         t0 = time.time()
         cmd = [lmp, "-in", os.path.basename(deck), "-log", log, "-screen", "none"]
         if a.ranks > 1:
-            cmd = ["mpiexec", "-n", str(a.ranks)] + cmd
+            # Open MPI binds 2 ranks to a core each: their OpenMP threads would share it
+            unbind = ["--bind-to", "none"] if (a.threads or 1) > 1 else []
+            cmd = ["mpiexec", "-n", str(a.ranks)] + unbind + cmd
         p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
         seconds = time.time() - t0
         text = open(os.path.join(workdir, log)).read() if os.path.exists(

@@ -36,7 +36,8 @@ def main():
     ap.add_argument("--mpiexec", default="mpiexec")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float64")
-    ap.add_argument("--cells", default="4", help="diamond cells per edge, comma-separated")
+    ap.add_argument("--cells", default="4", help="diamond cells per edge, comma-separated; "
+                    "AxBxC for a box of A x B x C cells (weak scaling: 40x20x20 on 2 GPUs)")
     ap.add_argument("--plugin", help="`plugin load` this file before the deck")
     ap.add_argument("--comm", default="auto", help="ghost exchanges, comma-separated")
     ap.add_argument("--nccl-hostid", action="store_true",
@@ -54,13 +55,16 @@ def main():
         ranks, threads = (int(v) for v in config.split("x"))
         if ranks == 1 and comm != a.comm.split(",")[0]:
             continue    # one rank exchanges nothing: once is enough
+        box = [int(v) for v in cells.split("x")] if "x" in cells else [int(cells)] * 3
         cmd = [a.lmp, "-in", deck, "-log", "none", "-var", "steps", str(a.steps),
-               "-var", "cells", cells, "-var", "device", a.device, "-var", "dtype", a.dtype,
-               "-var", "comm", comm]
+               "-var", "cx", str(box[0]), "-var", "cy", str(box[1]), "-var", "cz", str(box[2]),
+               "-var", "device", a.device, "-var", "dtype", a.dtype, "-var", "comm", comm]
         if ranks > 1 and a.nccl_hostid:
             cmd = ["sh", "-c", 'NCCL_HOSTID=r$OMPI_COMM_WORLD_RANK exec "$0" "$@"'] + cmd
         if ranks > 1:
-            cmd = [a.mpiexec, "-n", str(ranks)] + cmd
+            # Open MPI binds 2 ranks to a core each: their OpenMP threads would share it
+            unbind = ["--bind-to", "none"] if threads > 1 else []
+            cmd = [a.mpiexec, "-n", str(ranks)] + unbind + cmd
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", FNQ_TIMING="1", NCCL_NVLS_ENABLE="0")
         p = subprocess.run(cmd, cwd=os.path.dirname(deck), env=env, capture_output=True,
@@ -85,8 +89,15 @@ def main():
         if moved:
             exchange.update(rank0_rows_sent_per_step=float(moved.group(1)),
                             rank0_mb_sent_per_step=float(moved.group(2)))
+        # the style's own split of rank 0's Pair time: host side before, library, tallies
+        split = re.search(r"timing \(rank 0\): .*?prepare ([\d.]+), library ([\d.]+), "
+                          r"tally ([\d.]+)", p.stderr)
+        if split:
+            exchange.update({f"rank0_{k}_ms": float(v) for k, v in
+                             zip(("prepare", "library", "tally"), split.groups())})
         print(json.dumps({
-            "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt", "cells": int(cells), "model": "nequix-mp-1",
+            "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt",
+            "cells": cells if "x" in cells else int(cells), "model": "nequix-mp-1",
             "dtype": a.dtype, "device": a.device, "gpu": (gpu_name() or "unknown") if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "gpus": min(ranks, gpu_count()) if a.device != "cpu" else 0,

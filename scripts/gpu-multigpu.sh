@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The first run on a machine of 2 or more GPUs (issue: runs on 2, 4 and 8 GPUs): builds LAMMPS
-# and the library (scripts/gpu-lammps.sh), times 1 rank on 1 GPU against one rank per GPU
-# through NCCL at 64,000 and 125,000 Si (bench/bench_lammps.py: the strong scaling of each
-# size; 125,000 on 2 GPUs against 64,000 on 1 is the weak scaling), runs the `multigpu` test
-# (NCCL without the harness against 1 rank), an NVE run of 64,000 Si x 1,000 steps on all the
-# GPUs (bench/bench_drift.py), then comm staged beside NCCL if time is left.
-# JSON lines and the test log into $OUT. Needs .lammps-src, .deps, .models carried and the
-# usage (device machine): OUT=... scripts/gpu-multigpu.sh   (FNQ_SECONDS: the run's budget, 540)
+# The scaling runs on a machine of 2 or more GPUs (issue: runs on 2, 4 and 8 GPUs), as made on
+# 4 H200s on 2026-11-26 (docs/multi-gpu.md): builds LAMMPS and the library
+# (scripts/gpu-lammps.sh), runs the `multigpu` test (NCCL without the harness against 1 rank),
+# then bench/bench_lammps.py with one rank per GPU through NCCL: weak scaling at 64,000 and
+# 256,000 atoms per GPU (20^3 or 40x40x20 cells per GPU; LAMMPS splits the box evenly), strong
+# scaling of 32,000 and 256,000 atoms, `comm staged` beside the 64,000-per-GPU rows, and an NVE
+# run of 512,000 atoms x 1,000 steps on all the GPUs through 3 restarts (bench/bench_drift.py)
+# if time is left. JSON lines, the test log and the drift report into $OUT. Each run is capped
+# (FNQ_RUN_SECONDS, 150), so one that hangs cannot take the rest of the budget.
+# Needs .lammps-src, .deps and .models (with nequix/) carried.
+#   usage (device machine): OUT=... scripts/gpu-multigpu.sh   (FNQ_SECONDS: the budget, 540)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -17,21 +20,34 @@ export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models}
   export FNQ_CMAKE_ARGS="-DFNQ_NCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so"
 out=${OUT:-/tmp} t0=$(date +%s)
 gpus=$(nvidia-smi -L | wc -l)
-threads=$(( $(nproc) / gpus ))
+threads=$(( $(nproc) / gpus )); [ "$threads" -gt 16 ] && threads=16
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 bash scripts/gpu-lammps.sh > /tmp/build.log 2>&1 || { tail -20 /tmp/build.log; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
+# capped: run "$@" if 40 s are left, for at most FNQ_RUN_SECONDS or what is left
+capped() {
+  local left=$(( ${FNQ_SECONDS:-540} - $(date +%s) + t0 )) cap=${FNQ_RUN_SECONDS:-150}
+  [ "$left" -lt 40 ] && { echo "skipped (time): $*"; return 1; }
+  timeout $(( left < cap ? left : cap )) "$@"
+}
+(cd build-gpu && capped ctest -R '^lammps_multigpu$' -V > "$out/multigpu.log" 2>&1
+ echo "lammps_multigpu rc $?"; grep -E "rel|bitwise|SKIP|FAIL|passed|Failed" "$out/multigpu.log" | tail -25)
 B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
    --plugin build-gpu/pair_style/fusednequipplugin.so --device cuda --dtype float32 --steps 20"
-$B --cells 20,25 --configs 1x$threads,${gpus}x$threads --comm nccl | tee "$out/lammps-${gpus}gpus.jsonl"
-(cd build-gpu && ctest -R '^lammps_multigpu$' --output-on-failure > "$out/multigpu.log" 2>&1
- echo "lammps_multigpu rc $?"; grep -E "rel|bitwise|SKIP|FAIL|passed|Failed" "$out/multigpu.log" | tail -25)
-# NVE, 64,000 Si x 1,000 steps on all the GPUs through NCCL: the energy drift (a report in $OUT)
+R=$out/lammps-${gpus}gpus.jsonl
+declare -A box64=([1]=20 [2]=40x20x20 [4]=40x40x20 [8]=40x40x40)    # 64,000 atoms per GPU
+declare -A box256=([1]=40x40x20 [2]=40x40x40 [4]=80x40x40 [8]=80x80x40)
+for n in 1 2 4 8; do
+  [ "$n" -gt "$gpus" ] && break
+  comm=nccl; [ "$n" -gt 1 ] && comm=nccl,staged
+  capped $B --cells "${box64[$n]}" --configs "${n}x$threads" --comm $comm | tee -a "$R"
+  capped $B --cells "${box256[$n]}" --configs "${n}x$threads" --comm nccl | tee -a "$R"
+  [ "$n" -gt 1 ] && capped $B --cells 20x20x10,40x40x20 --configs "${n}x$threads" --comm nccl | tee -a "$R"
+done
+capped $B --cells 20x20x10 --configs "1x$threads" | tee -a "$R"
 left=$(( ${FNQ_SECONDS:-540} - $(date +%s) + t0 ))
-[ "$left" -gt 150 ] && timeout $(( left - 60 )) python3 bench/bench_drift.py --cells 20 \
-  --steps 1000 --chunk 1000 --thermo 50 --ranks "$gpus" --comm nccl --lmp /tmp/fnq-lammps/lmp \
-  --plugin build-gpu/pair_style/fusednequipplugin.so --results-dir "$out" --fresh | tail -12
-left=$(( ${FNQ_SECONDS:-540} - $(date +%s) + t0 ))
-[ "$left" -gt 40 ] && timeout "$left" $B --cells 20,25 --configs ${gpus}x$threads --comm staged |
-  tee -a "$out/lammps-${gpus}gpus.jsonl"
+[ "$left" -gt 150 ] && timeout $(( left - 30 )) python3 bench/bench_drift.py --cells 40 \
+  --steps 1000 --chunk 250 --thermo 50 --ranks "$gpus" --threads "$threads" --comm nccl \
+  --lmp /tmp/fnq-lammps/lmp --plugin build-gpu/pair_style/fusednequipplugin.so \
+  --results-dir "$out" --fresh | tail -12
 echo "done in $(( $(date +%s) - t0 )) s"
