@@ -52,7 +52,8 @@ FNQ_HOT static void gemm_rows(int rows, int na, int nb, const double *A, int lda
         for (; j + 8 <= nb; j += 8) {
             v4d acc[4][2] = {{{0}}};
             for (int i = 0; i < na; i++) {
-                const v4d w0 = load4(W + (size_t)i * nb + j), w1 = load4(W + (size_t)i * nb + j + 4);
+                const double *wi = W + (size_t)i * nb + j;
+                const v4d w0 = load4(wi), w1 = load4(wi + 4);
                 for (int q = 0; q < 4; q++) {
                     const double a = A[(size_t)(b + q) * lda + i];
                     acc[q][0] += a * w0;
