@@ -38,7 +38,6 @@ static inline v4d load4(const double *p)
     memcpy(&v, p, sizeof(v));
     return v;
 }
-static inline void store4(double *p, v4d v) { memcpy(p, &v, sizeof(v)); }
 
 /* C[rows][nb] = A[rows][na] W[na][nb] (row-major, W contiguous). Each C[b][j] sums its terms
  * in the order i = 0, 1, ... with plain multiplies and adds, as a dot product per j would: the
@@ -61,8 +60,8 @@ FNQ_HOT static void gemm_rows(int rows, int na, int nb, const double *A, int lda
                 }
             }
             for (int q = 0; q < 4; q++) {
-                store4(C + (size_t)(b + q) * ldc + j, acc[q][0]);
-                store4(C + (size_t)(b + q) * ldc + j + 4, acc[q][1]);
+                memcpy(C + (size_t)(b + q) * ldc + j, &acc[q][0], sizeof(v4d));
+                memcpy(C + (size_t)(b + q) * ldc + j + 4, &acc[q][1], sizeof(v4d));
             }
         }
         for (; j < nb; j++)
