@@ -4,7 +4,8 @@
 # (scripts/gpu-lammps.sh), runs the `multigpu` test (NCCL without the harness against 1 rank),
 # then bench/bench_lammps.py with one rank per GPU through NCCL: weak scaling at 64,000 and
 # 256,000 atoms per GPU (20^3 or 40x40x20 cells per GPU; LAMMPS splits the box evenly), strong
-# scaling of 32,000 and 256,000 atoms, `comm staged` beside the 64,000-per-GPU rows, and an NVE
+# scaling of 32,000 and 256,000 atoms, `comm staged` beside the 64,000-per-GPU rows, `comm ipc`
+# and NCCL_MIN_P2P_NCHANNELS=32 on all the GPUs (not yet measured), and an NVE
 # run of 512,000 atoms x 1,000 steps on all the GPUs through 3 restarts (bench/bench_drift.py)
 # if time is left. JSON lines, the test log and the drift report into $OUT. Each run is capped
 # (FNQ_RUN_SECONDS, 150), so one that hangs cannot take the rest of the budget.
@@ -45,6 +46,12 @@ for n in 1 2 4 8; do
   [ "$n" -gt 1 ] && capped $B --cells 20x20x10,40x40x20 --configs "${n}x$threads" --comm nccl | tee -a "$R"
 done
 capped $B --cells 20x20x10 --configs "1x$threads" | tee -a "$R"
+# the exchange's two untried levers on all the GPUs (docs/multi-gpu.md: NCCL's point-to-point
+# ran at 18 GB/s per peer): CUDA IPC copies across GPUs, and more NCCL channels per peer
+all=${box64[$gpus]:-40x40x20}
+capped $B --cells "$all" --configs "${gpus}x$threads" --comm ipc | tee -a "$R"
+capped env NCCL_MIN_P2P_NCHANNELS=32 $B --cells "$all" --configs "${gpus}x$threads" --comm nccl |
+  sed 's/"comm": "nccl"/"comm": "nccl", "nccl_min_p2p_nchannels": 32/' | tee -a "$R"
 left=$(( ${FNQ_SECONDS:-540} - $(date +%s) + t0 ))
 [ "$left" -gt 150 ] && timeout $(( left - 30 )) python3 bench/bench_drift.py --cells 40 \
   --steps 1000 --chunk 250 --thermo 50 --ranks "$gpus" --threads "$threads" --comm nccl \
