@@ -187,7 +187,6 @@ static void build_units(const struct fnq_layer &h, bool use_groups, std::vector<
     }
 }
 
-
 /* The forward pass's 12-byte copy of the table (Layer::rtab_wd, rtab_ab) from its 16-byte
  * rows (w, m0, dw, m1): (w, dw) in float32, (a, b) = (m0 - dw, m1 - dw) in float16 scaled by
  * a power of two that puts the largest near 2^14 (float16's normal range starts at 2^-14). */
