@@ -1,5 +1,6 @@
 # Does any AOTInductor package load on this machine? A torch.nn.Linear exported, compiled and
-# loaded back (bench/NOTES.md: nequip's compiled models die in torch's _load_aoti on the H100 image).
+# loaded back (bench/NOTES.md: nequip's compiled models die in torch's _load_aoti on the H100 image,
+# in the wrapper's own std::regex; with LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6) they load).
 import torch
 class M(torch.nn.Module):
     def __init__(self):

@@ -5,7 +5,7 @@
 # then bench/bench_lammps.py with one rank per GPU through NCCL: weak scaling at 64,000 and
 # 256,000 atoms per GPU (20^3 or 40x40x20 cells per GPU; LAMMPS splits the box evenly), strong
 # scaling of 32,000 and 256,000 atoms, `comm staged` beside the 64,000-per-GPU rows, `comm ipc`
-# and NCCL_MIN_P2P_NCHANNELS=32 on all the GPUs (not yet measured), and an NVE
+# and NCCL_MIN_P2P_NCHANNELS=32 on all the GPUs (on 2 H200s: no change), and an NVE
 # run of 512,000 atoms x 1,000 steps on all the GPUs through 3 restarts (bench/bench_drift.py)
 # if time is left. JSON lines, the test log and the drift report into $OUT. Each run is capped
 # (FNQ_RUN_SECONDS, 150), so one that hangs cannot take the rest of the budget.
@@ -46,8 +46,8 @@ for n in 1 2 4 8; do
   [ "$n" -gt 1 ] && capped $B --cells 20x20x10,40x40x20 --configs "${n}x$threads" --comm nccl | tee -a "$R"
 done
 capped $B --cells 20x20x10 --configs "1x$threads" | tee -a "$R"
-# the exchange's two untried levers on all the GPUs (docs/multi-gpu.md: NCCL's point-to-point
-# ran at 18 GB/s per peer): CUDA IPC copies across GPUs, and more NCCL channels per peer
+# the exchange's two levers on all the GPUs: CUDA IPC copies across GPUs, and more NCCL channels
+# per peer (on 2 H200s both within 3 % of plain NCCL: docs/multi-gpu.md)
 all=${box64[$gpus]:-40x40x20}
 capped $B --cells "$all" --configs "${gpus}x$threads" --comm ipc | tee -a "$R"
 capped env NCCL_MIN_P2P_NCHANNELS=32 $B --cells "$all" --configs "${gpus}x$threads" --comm nccl |

@@ -28,5 +28,10 @@ export FNQ_LIBRARY=${FNQ_LIBRARY:-$PWD/build-gpu/core/libfusednequip.so}
 # libraries (nvrtc, cublas) must be found by name
 torchlibs=$(python3 -c "import os, glob, torch; d = os.path.dirname(torch.__file__); print(':'.join([d + '/lib'] + sorted(glob.glob(os.path.dirname(d) + '/nvidia/*/lib'))))")
 export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu:$torchlibs:${LD_LIBRARY_PATH:-}
+# AOTInductor's wrapper .so carries its own copy of libstdc++'s locale code, and Python opens
+# torch (and with it the system libstdc++) privately: the wrapper's std::regex then takes a facet
+# by the wrong id and dies with SIGSEGV (bench/NOTES.md, 2026-11-26). One libstdc++ in the global
+# scope, preloaded, serves both, and the package loads.
+export LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6)${LD_PRELOAD:+:$LD_PRELOAD}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 set +e
