@@ -4,7 +4,7 @@
 # (scripts/gpu-lammps.sh), times the exchange alone (bench/bench_halo.c: no model, every
 # exchange started together on idle streams) through nccl, ipc and staged, and nccl with
 # NCCL_MIN_P2P_NCHANNELS=32, at 1,000 to 30,000 rows of 704 float32 values per peer; then the
-# same levers in LAMMPS at 64,000 atoms per GPU beside each GPU alone, and an NVE run of 64,000
+# same levers in LAMMPS at 64,000 atoms per GPU beside 1 GPU, and an NVE run of 64,000
 # atoms x 1,000 steps on all the GPUs through one restart (bench/bench_drift.py). Each run is
 # capped (scripts/gpu-multigpu-setup.sh).
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
@@ -21,11 +21,7 @@ B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
    --plugin build-gpu/pair_style/fusednequipplugin.so --device cuda --dtype float32 --steps 20"
 declare -A box64=([2]=40x20x20 [4]=40x40x20 [8]=40x40x40)
 R=$out/lammps-levers-${gpus}gpus.jsonl
-# 1 GPU at a time: a slower GPU makes its peers wait at every exchange
-for ((g = 0; g < gpus; g++)); do
-  capped env CUDA_VISIBLE_DEVICES=$g $B --cells 20 --configs "1x$threads" |
-    sed "s/\"gpus\": 1,/\"gpus\": 1, \"cuda_visible_devices\": $g,/" | tee -a "$R"
-done
+capped $B --cells 20 --configs "1x$threads" | tee -a "$R"
 capped $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" --comm nccl,ipc | tee -a "$R"
 capped env NCCL_MIN_P2P_NCHANNELS=32 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
   --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "nccl_min_p2p_nchannels": 32/' | tee -a "$R"
