@@ -80,6 +80,10 @@ struct FusedNequipImpl {
   // FNQ_TIMING=1: wall-clock of this side of compute() per step, printed by each rank at the
   // end (prepare: species, pair list, ghost map; library: the call; tally: forces, virial)
   bool timing = false, timing_exchange = false;
+  // FNQ_EXCHANGE_ONE_RANK=1: one rank exchanges its ghosts (its own periodic images) as ranks
+  // of a decomposition do, instead of folding them onto their owners. Same results, more work:
+  // for measuring what ghost atoms cost a rank without other ranks to wait for (docs/multi-gpu.md)
+  bool exchange_one_rank = false;
   long timed_steps = 0;
   double t_prepare = 0.0, t_library = 0.0, t_tally = 0.0;
 
@@ -120,6 +124,8 @@ PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
   // 1: where a step's time goes; 2: also each exchange's phases (slower: drains the stream)
   impl->timing = timing && (strcmp(timing, "1") == 0 || strcmp(timing, "2") == 0);
   impl->timing_exchange = timing && strcmp(timing, "2") == 0;
+  const char *one_rank = getenv("FNQ_EXCHANGE_ONE_RANK");
+  impl->exchange_one_rank = one_rank && strcmp(one_rank, "1") == 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -620,7 +626,9 @@ void PairFusedNequip::make_context()
                   std::string("Pair fusednequip: cannot set up device '") +
                       fnq_device_name(impl->device) + "', dtype '" + fnq_dtype_name(impl->dtype) +
                       "': " + fnq_last_error());
-  const std::string why = choose_exchange(device_id);
+  std::string why = choose_exchange(device_id);
+  if (comm->nprocs == 1 && impl->exchange_one_rank)
+    why += " (FNQ_EXCHANGE_ONE_RANK=1: the ghosts are exchanged, not folded)";
   impl->context_stale = false;
 
   if (comm->me == 0) {
@@ -650,7 +658,7 @@ std::string PairFusedNequip::choose_exchange(int device_id)
   FusedNequipImpl &d = *impl;
   const std::string &want = d.comm_choice;
   const bool gpu = fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA;
-  d.owner_map = comm->nprocs == 1 && atom->tag_enable;
+  d.owner_map = comm->nprocs == 1 && atom->tag_enable && !d.exchange_one_rank;
   if (d.owner_map) {
     d.exchange = "none";
     return "one rank";

@@ -22,6 +22,9 @@ B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
 declare -A box64=([2]=40x20x20 [4]=40x40x20 [8]=40x40x40)
 R=$out/lammps-levers-${gpus}gpus.jsonl
 capped $B --cells 20 --configs "1x$threads" | tee -a "$R"
+# the same GPU with its periodic images exchanged as ghosts: the ghosts' work, with no waits
+capped env FNQ_EXCHANGE_ONE_RANK=1 $B --cells 20 --configs "1x$threads" --comm nccl |
+  sed 's/"ranks": 1,/"ranks": 1, "exchange_one_rank": true,/' | tee -a "$R"
 capped $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" --comm nccl,ipc | tee -a "$R"
 capped env NCCL_MIN_P2P_NCHANNELS=32 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
   --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "nccl_min_p2p_nchannels": 32/' | tee -a "$R"

@@ -13,7 +13,9 @@ Structures:
     1e-4 eV/A forces; the library's own float32 test uses the same bounds).
   - 10 MD steps (NVE, 1200 K, neighbour lists rebuilt as atoms move between ranks) of the 8-atom
     cube and of a 72-atom quartz cell: final energy, forces and unwrapped positions.
-The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription.
+The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription. One
+rank with FNQ_EXCHANGE_ONE_RANK=1 (its periodic images exchanged like other ranks' ghosts, not
+folded onto their owners) matches it too.
 FNQ_LAMMPS_MODEL replaces nequix-mp-1 (lmputil.py; scripts/test-sanitize.sh gives a small fixture).
 """
 import os
@@ -97,6 +99,17 @@ def main():
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=nprocs, comm=comm)
                 compare(c, f"{label}, {comm}, {nprocs} ranks", got, ref)
+        # one rank that exchanges its periodic images as ghosts instead of folding them
+        # (FNQ_EXCHANGE_ONE_RANK, the measurement of what ghosts cost): the same numbers
+        os.environ["FNQ_EXCHANGE_ONE_RANK"] = "1"
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                got = single_point(tmp, s, elements)
+        finally:
+            del os.environ["FNQ_EXCHANGE_ONE_RANK"]
+        c.check("the ghosts are exchanged, not folded" in got["output"],
+                f"{label}: FNQ_EXCHANGE_ONE_RANK=1 did not exchange the ghosts")
+        compare(c, f"{label}, 1 rank, ghosts exchanged", got, ref)
 
     # float32 features travel as doubles in LAMMPS' buffers: converted in pack/unpack
     quartz = triclinic_quartz()
