@@ -95,7 +95,7 @@ static void emit_weighted_sums(FILE *f, const struct kind *k, const char *in, in
             }
         if (first)
             continue;
-        fprintf(f, ";\n        FN(vstore)(%s + %d * %s + u, FN(vload)(%s + %d * %s + u) + "
+        fprintf(f, ";\n        VSTORE(%s + %d * %s + u, FN(vload)(%s + %d * %s + u) + "
                    "wv * t);\n", out, o, ld_out, out, o, ld_out);
     }
     fprintf(f, "    }\n}\n\n");
@@ -133,7 +133,7 @@ static void emit_bwd_step(FILE *f, const struct kind *k, int first_step)
             if (k->m3[q] == m3)
                 fprintf(f, "        S[%d] %s x%d * gw;\n", q, first_step ? "=" : "+=", k->m1[q]);
     }
-    fprintf(f, "        FN(vstore)(dw + u, dv);\n");
+    fprintf(f, "        VSTORE(dw + u, dv);\n");
 }
 
 /* needs mul >= VLEN */
@@ -148,7 +148,7 @@ static void emit_bwd(FILE *f, const struct kind *k, const char *name)
     emit_bwd_step(f, k, 0);
     fprintf(f, "    }\n    REAL s;\n");
     for (int q = 0; q < k->n_pairs; q++) {
-        fprintf(f, "    s = FN(lane_sum)(S[%d]);\n", q);
+        fprintf(f, "    s = FN(lane_sum)(&S[%d]);\n", q);
         for (int m2 = 0; m2 < k->d2; m2++) {
             const double c = coef(k, k->m1[q], m2, k->m3[q]);
             if (c != 0.0)
