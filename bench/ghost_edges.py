@@ -29,10 +29,12 @@ side = n * lat
 cut = ["xyz".index(c) for c in a.split]
 
 
+# the owned atoms a ghost can reach lie within one cutoff of a face
+near = owned[np.any((owned < rc) | (owned > side - rc), axis=1)]
+
+
 def edges_from(ghosts):
-    """pairs closer than the cutoff from these ghosts to owned atoms (which lie within one
-    cutoff of a face)"""
-    near = owned[np.any((owned < rc) | (owned > side - rc), axis=1)]
+    """pairs closer than the cutoff from these ghosts to owned atoms"""
     count = 0
     for chunk in np.array_split(ghosts, max(1, len(ghosts) // 2000)):
         count += int((((chunk[:, None, :] - near[None, :, :]) ** 2).sum(-1) < rc * rc).sum())
