@@ -150,6 +150,74 @@ def save_state(workdir, state):
     os.replace(tmp, os.path.join(workdir, "state.json"))    # never half written
 
 
+def write_report(a, state, workdir, lmp, plugin, partial=False):
+    """The drift report over the chunks done so far (partial: a run stopped by --max-seconds,
+    named <done>of<steps>steps, so that a run spread over several calls reports each part)."""
+    natoms = 8 * a.cells ** 3
+    # the series: each chunk's rows; a chunk's first row (its set-up, after read_restart) is
+    # the previous chunk's last step again: kept as the restart jump, not as a point
+    series, jumps = [], []
+    for i, ch in enumerate(state["chunks"]):
+        rows = thermo_rows(open(os.path.join(workdir, ch["log"])).read())
+        if i > 0 and rows and series and rows[0]["Step"] == series[-1]["Step"]:
+            jumps.append(rows[0]["TotEng"] - series[-1]["TotEng"])
+            rows = rows[1:]
+        series += rows
+    done = state["chunks"][-1]["upto"]
+    t = [r["Step"] * DT for r in series]    # LAMMPS' `time` restarts at 0 after read_restart
+    e = [r["TotEng"] for r in series]
+    slope, icept = linear_fit(t, e)                 # eV per ps
+    duration = t[-1] - t[0]                         # ps
+    drift = abs(slope) * duration / natoms          # eV/atom over the run
+    excursion = max(abs(x - e[0]) for x in e) / natoms
+    mean_t = sum(r["Temp"] for r in series) / len(series)
+    loop = sum(ch["loop_seconds"] or 0 for ch in state["chunks"])
+    ms_step = 1e3 * loop / done if loop else None
+    device = gpu_name("memory.total") if a.device != "cpu" else None
+    date = datetime.date.today().isoformat()
+    short = re.sub(r"[^a-z0-9]+", "-", (device or "cpu").split(",")[0].lower()).strip("-")
+    short = re.sub(r"^nvidia-", "", short)
+    os.makedirs(a.results_dir, exist_ok=True)
+    ranks = f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else ""
+    steps = f"{done}of{a.steps}steps" if partial else f"{a.steps}steps"
+    out = os.path.join(a.results_dir,
+                       f"{date}-drift-{short}-{natoms}atoms-{a.dtype}-{steps}{ranks}.txt")
+    lines = [
+        f"# bench/bench_drift.py: NVE energy drift, LAMMPS pair_style fusednequip",
+        f"date: {date}",
+        f"device: {a.device}, {device or cpu_name()}",
+        f"host cpu: {cpu_name()}",
+        f"commit: {git_commit()}",
+        f"lammps: {lmp}" + (f" (plugin {plugin})" if plugin else ""),
+        f"ranks: {a.ranks}, comm {a.comm}"
+        + (f", gpus {min(a.ranks, gpu_count())}" if a.device != "cpu" else ""),
+        f"system: diamond Si a = 5.43 A, {a.cells}^3 cells, {natoms} atoms, nequix-mp-1, "
+        f"dtype {a.dtype}, displaced <= 0.08 A, velocities for {a.temperature:g} K "
+        f"(seed {a.seed})",
+        f"run: fix nve, 1 fs steps, {done} steps ({duration:g} ps)"
+        + (f" of {a.steps} (unfinished: the same command continues it)" if partial else "")
+        + f", E_tot every "
+        f"{a.thermo} steps, {len(state['chunks'])} chunk(s) joined by restart files",
+        f"mean temperature: {mean_t:.1f} K",
+        f"E_tot: {e[0]:.8f} eV at t = 0, {e[-1]:.8f} eV at the end",
+        f"drift (linear fit of E_tot(t)): {slope / natoms * 1e3:.3e} eV/atom/ns, "
+        f"{drift:.3e} eV/atom over the run",
+        f"largest |E_tot(t) - E_tot(0)| / N: {excursion:.3e} eV/atom",
+        f"E_tot jump at the restarts (eV/atom): "
+        + (", ".join(f"{j / natoms:.2e}" for j in jumps) if jumps else "none"),
+        f"time: {ms_step:.2f} ms per step (LAMMPS' loop time), "
+        f"{sum(ch['seconds'] for ch in state['chunks']):.0f} s in all" if ms_step else
+        "time: unknown",
+        "",
+        "# step time_ps temp_K pe_eV ke_eV etotal_eV",
+    ] + [f"{r['Step']:.0f} {r['Step'] * DT:.6g} {r['Temp']:.6g} {r['PotEng']:.12g} "
+         f"{r['KinEng']:.12g} {r['TotEng']:.12g}" for r in series]
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[1:15]))
+    print(f"bench_drift: wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=100000)
@@ -211,6 +279,7 @@ def main():
                 print(f"bench_drift: {done} of {a.steps} steps done; the next chunk would end "
                       f"~{expected:.0f} s after the start (--max-seconds {a.max_seconds:.0f}): "
                       "run the same command again to continue", flush=True)
+                write_report(a, state, workdir, lmp, plugin, partial=True)
                 return 3
         k = len(state["chunks"])
         restart = state["chunks"][-1]["restart"] if state["chunks"] else None
@@ -248,64 +317,7 @@ def main():
         print(f"bench_drift: chunk {k} took {seconds:.0f} s "
               f"({1e3 * seconds / (upto - done):.2f} ms per step with set-up)", flush=True)
 
-    # the series: each chunk's rows; a chunk's first row (its set-up, after read_restart) is
-    # the previous chunk's last step again: kept as the restart jump, not as a point
-    series, jumps = [], []
-    for i, ch in enumerate(state["chunks"]):
-        rows = thermo_rows(open(os.path.join(workdir, ch["log"])).read())
-        if i > 0 and rows and series and rows[0]["Step"] == series[-1]["Step"]:
-            jumps.append(rows[0]["TotEng"] - series[-1]["TotEng"])
-            rows = rows[1:]
-        series += rows
-    t = [r["Step"] * DT for r in series]    # LAMMPS' `time` restarts at 0 after read_restart
-    e = [r["TotEng"] for r in series]
-    slope, icept = linear_fit(t, e)                 # eV per ps
-    duration = t[-1] - t[0]                         # ps
-    drift = abs(slope) * duration / natoms          # eV/atom over the run
-    excursion = max(abs(x - e[0]) for x in e) / natoms
-    mean_t = sum(r["Temp"] for r in series) / len(series)
-    loop = sum(ch["loop_seconds"] or 0 for ch in state["chunks"])
-    ms_step = 1e3 * loop / a.steps if loop else None
-    device = gpu_name("memory.total") if a.device != "cpu" else None
-    date = datetime.date.today().isoformat()
-    short = re.sub(r"[^a-z0-9]+", "-", (device or "cpu").split(",")[0].lower()).strip("-")
-    short = re.sub(r"^nvidia-", "", short)
-    os.makedirs(a.results_dir, exist_ok=True)
-    ranks = f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else ""
-    out = os.path.join(a.results_dir,
-                       f"{date}-drift-{short}-{natoms}atoms-{a.dtype}-{a.steps}steps{ranks}.txt")
-    lines = [
-        f"# bench/bench_drift.py: NVE energy drift, LAMMPS pair_style fusednequip",
-        f"date: {date}",
-        f"device: {a.device}, {device or cpu_name()}",
-        f"host cpu: {cpu_name()}",
-        f"commit: {git_commit()}",
-        f"lammps: {lmp}" + (f" (plugin {plugin})" if plugin else ""),
-        f"ranks: {a.ranks}, comm {a.comm}"
-        + (f", gpus {min(a.ranks, gpu_count())}" if a.device != "cpu" else ""),
-        f"system: diamond Si a = 5.43 A, {a.cells}^3 cells, {natoms} atoms, nequix-mp-1, "
-        f"dtype {a.dtype}, displaced <= 0.08 A, velocities for {a.temperature:g} K "
-        f"(seed {a.seed})",
-        f"run: fix nve, 1 fs steps, {a.steps} steps ({duration:g} ps), E_tot every "
-        f"{a.thermo} steps, {len(state['chunks'])} chunk(s) joined by restart files",
-        f"mean temperature: {mean_t:.1f} K",
-        f"E_tot: {e[0]:.8f} eV at t = 0, {e[-1]:.8f} eV at the end",
-        f"drift (linear fit of E_tot(t)): {slope / natoms * 1e3:.3e} eV/atom/ns, "
-        f"{drift:.3e} eV/atom over the run",
-        f"largest |E_tot(t) - E_tot(0)| / N: {excursion:.3e} eV/atom",
-        f"E_tot jump at the restarts (eV/atom): "
-        + (", ".join(f"{j / natoms:.2e}" for j in jumps) if jumps else "none"),
-        f"time: {ms_step:.2f} ms per step (LAMMPS' loop time), "
-        f"{sum(ch['seconds'] for ch in state['chunks']):.0f} s in all" if ms_step else
-        "time: unknown",
-        "",
-        "# step time_ps temp_K pe_eV ke_eV etotal_eV",
-    ] + [f"{r['Step']:.0f} {r['Step'] * DT:.6g} {r['Temp']:.6g} {r['PotEng']:.12g} "
-         f"{r['KinEng']:.12g} {r['TotEng']:.12g}" for r in series]
-    with open(out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines[1:15]))
-    print(f"bench_drift: wrote {out}")
+    write_report(a, state, workdir, lmp, plugin)
     return 0
 
 
