@@ -4,6 +4,7 @@
  * a forward exchange, pack and fixed-order sum of a reverse one) around the transport's move.
  */
 #include <algorithm>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,34 +12,57 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256, kRowsPerBlock = kThreads / 32;
 
-int blocks_for(int64_t n) { return (int)std::min<int64_t>((n + kThreads - 1) / kThreads, 65535 * 8); }
-
-/* buf slot s = rows[index[s]] (pack: forward send from owned rows, reverse send from ghosts) */
-template <typename REAL>
-__global__ void gather_rows_kernel(const REAL *__restrict__ rows, int width,
-                                   const int64_t *__restrict__ index, int64_t n,
-                                   REAL *__restrict__ buf)
+/* A warp per row, its lanes along the row: coalesced, and no division per element (the
+ * element-wise kernels these replace spent most of their time in 64-bit divisions and ran at
+ * about a third of the memory's speed; bench/results/2026-11-26-h100x4-halo.jsonl) */
+int row_blocks(int64_t rows)
 {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n * width;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t s = e / width, c = e % width;
-        buf[e] = rows[index[s] * width + c];
+    return (int)std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1 << 20);
+}
+
+/* dst row (dst_index ? dst_index[s] : s) = src row (src_index ? src_index[s] : s): the pack
+ * (gather into message slots) and the unpack (scatter into ghost rows), in units T of 4, 8 or
+ * 16 bytes, w of them per row */
+template <typename T>
+__global__ void copy_rows_kernel(const T *__restrict__ src, const int64_t *__restrict__ src_index,
+                                 T *__restrict__ dst, const int64_t *__restrict__ dst_index,
+                                 int64_t n, int w)
+{
+    const int lane = threadIdx.x % 32;
+    for (int64_t s = blockIdx.x * (int64_t)kRowsPerBlock + threadIdx.x / 32; s < n;
+         s += (int64_t)gridDim.x * kRowsPerBlock) {
+        const T *from = src + (src_index ? src_index[s] : s) * w;
+        T *to = dst + (dst_index ? dst_index[s] : s) * w;
+        for (int c = lane; c < w; c += 32)
+            to[c] = from[c];
     }
 }
 
-/* rows[index[s]] = buf slot s (unpack a forward receive into ghost rows) */
-template <typename REAL>
-__global__ void scatter_rows_kernel(const REAL *__restrict__ buf, int width,
-                                    const int64_t *__restrict__ index, int64_t n,
-                                    REAL *__restrict__ rows)
+/* the widest unit (16, 8 or 4 bytes) that a row's bytes and both base addresses allow */
+int copy_unit(const void *a, const void *b, size_t row_bytes)
 {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n * width;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t s = e / width, c = e % width;
-        rows[index[s] * width + c] = buf[e];
-    }
+    const uintptr_t bits = (uintptr_t)a | (uintptr_t)b | (uintptr_t)row_bytes;
+    return bits % 16 == 0 ? 16 : bits % 8 == 0 ? 8 : 4;
+}
+
+void copy_rows(const void *src, const int64_t *src_index, void *dst, const int64_t *dst_index,
+               int64_t n, size_t row_bytes, cudaStream_t st)
+{
+    if (n <= 0)
+        return;
+    const int unit = copy_unit(src, dst, row_bytes), w = (int)(row_bytes / unit);
+    if (unit == 16)
+        copy_rows_kernel<<<row_blocks(n), kThreads, 0, st>>>(
+            static_cast<const uint4 *>(src), src_index, static_cast<uint4 *>(dst), dst_index, n, w);
+    else if (unit == 8)
+        copy_rows_kernel<<<row_blocks(n), kThreads, 0, st>>>(
+            static_cast<const uint2 *>(src), src_index, static_cast<uint2 *>(dst), dst_index, n, w);
+    else
+        copy_rows_kernel<<<row_blocks(n), kThreads, 0, st>>>(
+            static_cast<const uint32_t *>(src), src_index, static_cast<uint32_t *>(dst),
+            dst_index, n, w);
 }
 
 /* owned row sum_atom[k] += its slots, one after the other in the plan's order: each value has
@@ -48,13 +72,17 @@ __global__ void sum_rows_kernel(const REAL *__restrict__ buf, int width,
                                 const int64_t *__restrict__ atom, const int64_t *__restrict__ start,
                                 const int64_t *__restrict__ slot, int64_t n, REAL *__restrict__ rows)
 {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n * width;
-         e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = e / width, c = e % width;
-        REAL v = rows[atom[k] * width + c];
-        for (int64_t q = start[k]; q < start[k + 1]; q++)
-            v += buf[slot[q] * width + c];
-        rows[atom[k] * width + c] = v;
+    const int lane = threadIdx.x % 32;
+    for (int64_t k = blockIdx.x * (int64_t)kRowsPerBlock + threadIdx.x / 32; k < n;
+         k += (int64_t)gridDim.x * kRowsPerBlock) {
+        REAL *to = rows + atom[k] * width;
+        const int64_t q0 = start[k], q1 = start[k + 1];
+        for (int c = lane; c < width; c += 32) {
+            REAL v = to[c];
+            for (int64_t q = q0; q < q1; q++)
+                v += buf[slot[q] * width + c];
+            to[c] = v;
+        }
     }
 }
 
@@ -113,17 +141,13 @@ int forward_rows(struct fnq_halo *h, REAL *rows, int width, cudaStream_t st)
     const int64_t n_send = fnq_halo_plan_n_send(p), n_recv = fnq_halo_plan_n_recv(p);
     REAL *send = static_cast<REAL *>(d->fwd_buf), *recv = static_cast<REAL *>(d->bwd_buf);
     halo_lap(h, st, nullptr);
-    if (n_send > 0)
-        gather_rows_kernel<REAL><<<blocks_for(n_send * width), kThreads, 0, st>>>(
-            rows, width, d->send_index, n_send, send);
+    copy_rows(rows, d->send_index, send, nullptr, n_send, sizeof(REAL) * width, st);
     halo_lap(h, st, &h->stats.t_pack);
     if (h->transport->move(h, send, p->send_start, recv, p->recv_start, sizeof(REAL) * width,
                            st) != FNQ_STATUS_OK)
         return 1;
     halo_lap(h, st, &h->stats.t_move);
-    if (n_recv > 0)
-        scatter_rows_kernel<REAL><<<blocks_for(n_recv * width), kThreads, 0, st>>>(
-            recv, width, d->recv_index, n_recv, rows);
+    copy_rows(recv, nullptr, rows, d->recv_index, n_recv, sizeof(REAL) * width, st);
     halo_lap(h, st, &h->stats.t_unpack);
     return launched("unpacking received ghost rows");
 }
@@ -136,16 +160,14 @@ int reverse_rows(struct fnq_halo *h, REAL *rows, int width, cudaStream_t st)
     const int64_t n_recv = fnq_halo_plan_n_recv(p);
     REAL *ghosts = static_cast<REAL *>(d->bwd_buf), *owned = static_cast<REAL *>(d->fwd_buf);
     halo_lap(h, st, nullptr);
-    if (n_recv > 0)
-        gather_rows_kernel<REAL><<<blocks_for(n_recv * width), kThreads, 0, st>>>(
-            rows, width, d->recv_index, n_recv, ghosts);
+    copy_rows(rows, d->recv_index, ghosts, nullptr, n_recv, sizeof(REAL) * width, st);
     halo_lap(h, st, &h->stats.t_pack);
     if (h->transport->move(h, ghosts, p->recv_start, owned, p->send_start, sizeof(REAL) * width,
                            st) != FNQ_STATUS_OK)
         return 1;
     halo_lap(h, st, &h->stats.t_move);
     if (p->n_sum > 0)
-        sum_rows_kernel<REAL><<<blocks_for(p->n_sum * width), kThreads, 0, st>>>(
+        sum_rows_kernel<REAL><<<row_blocks(p->n_sum), kThreads, 0, st>>>(
             owned, width, d->sum_atom, d->sum_start, d->sum_slot, p->n_sum, rows);
     halo_lap(h, st, &h->stats.t_unpack);
     return launched("summing ghost rows into their owners");
