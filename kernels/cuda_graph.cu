@@ -208,7 +208,7 @@ static enum fnq_status download_kept_pairs(State<REAL> *s, const struct fnq_edge
 /* The host builder's message for input the GPU found bad (device inputs copied first). */
 template <typename REAL>
 static enum fnq_status edges_message(State<REAL> *s, const struct fnq_edge_input *in,
-                                     const struct fnq_limits *lim)
+                                     const struct fnq_limits *lim, bool keep_ghost_rows)
 {
     HostPairs h;
     struct fnq_edge_input host = *in;
@@ -220,7 +220,8 @@ static enum fnq_status edges_message(State<REAL> *s, const struct fnq_edge_input
     memset(&tmp, 0, sizeof(tmp));
     return host_wording(fnq__graph_from_edges(&tmp, host.n_local, host.n_all, host.pos,
                                               host.species, host.n_edges, host.recv, host.send,
-                                              host.shift, host.ghost_owner, lim),
+                                              host.shift, host.ghost_owner,
+                                              keep_ghost_rows, lim),
                         &tmp);
 }
 
@@ -235,7 +236,9 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     phase_start(s);
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     const int64_t nl = in->n_local, na = in->n_all, np = in->n_edges;
-    const int64_t nm = in->ghost_owner ? nl : na; /* the model's atoms: ghosts folded or not */
+    /* the model's atoms: every ghost folded, or the ghost rows kept for a caller's exchange */
+    const bool keep_rows = fnq__exchange_by_caller(x);
+    const int64_t nm = in->ghost_owner && !keep_rows ? nl : na;
     const bool dev = in->on_device;
     if (dev)
         FNQ_CHECK(check_device_pairs(s, in));
@@ -301,7 +304,7 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     FNQ_CHECK((check_limits<REAL, int32_t>(s, nl, a.degree, (const double *)a.min_d2,
                                            a.from_owned, a.sent, a.first_bad, lim, &total, &bad)));
     if (bad)
-        return edges_message(s, in, lim);
+        return edges_message(s, in, lim, keep_rows);
 
     FNQ_CHECK(reserve<REAL>(s, nl, nm, total, fnq__exchange_by_caller(x)));
     FNQ_CHECK(ensure(s->keys, total, what, ep));

@@ -22,10 +22,11 @@ __device__ __forceinline__ double pair_vector(const EdgeListArgs &a, int64_t e, 
     return __dadd_rn(__dadd_rn(__dmul_rn(r[0], r[0]), __dmul_rn(r[1], r[1])), __dmul_rn(r[2], r[2]));
 }
 
-/* the graph's sender: a ghost folded onto its owner (graph.h, fnq__sender_of) */
+/* the graph's sender: a ghost with an owner folded onto it (graph.h, fnq__sender_of) */
 __device__ __forceinline__ int64_t sender_of(const EdgeListArgs &a, int64_t j)
 {
-    return a.owner && j >= a.n_local ? a.owner[j - a.n_local] : j;
+    const int64_t owner = a.owner && j >= a.n_local ? a.owner[j - a.n_local] : -1;
+    return owner >= 0 ? owner : j;
 }
 
 __global__ void edge_list_zero_kernel(EdgeListArgs a)

@@ -48,6 +48,11 @@ enum fnq_halo_transport {
 
 struct fnq_halo; /* opaque: one rank's routing, buffers and transport */
 
+/* fnq_halo_set_routing's ghost_rank of a ghost that needs no row (halo_plan.h has it too) */
+#ifndef FNQ_HALO_NO_ROW
+#define FNQ_HALO_NO_ROW (-1)
+#endif
+
 FNQ_API const char *fnq_halo_transport_name(enum fnq_halo_transport transport);
 /* 1 when this build has the NCCL transport. */
 FNQ_API int32_t fnq_halo_has_nccl(void);
@@ -71,7 +76,9 @@ FNQ_API enum fnq_halo_transport fnq_halo_transport_of(const struct fnq_halo *hal
 /*
  * The routing of this rank's ghost rows, after each neighbour-list rebuild. Collective.
  *   atoms 0..n_local-1 are owned, n_local..n_all-1 ghosts; ghost n_local+k is an image of atom
- *   ghost_index[k] owned by rank ghost_rank[k] (this rank too, for periodic images);
+ *   ghost_index[k] owned by rank ghost_rank[k] (this rank too, for periodic images), or
+ *   needs no row: ghost_rank[k] == FNQ_HALO_NO_ROW (a periodic image of an own atom that the
+ *   library folds onto its owner, fnq_ctx_compute_graph's ghost_owner);
  *   row_bytes: the widest row the exchanges will move (values per atom x bytes per value), so
  *   that buffers are sized here and never while a CUDA graph records.
  * A ghost naming a rank or an atom that does not exist fails with FNQ_STATUS_INVALID_ARG

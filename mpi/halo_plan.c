@@ -46,6 +46,8 @@ static enum fnq_status check_ghosts(int32_t n_ranks, int32_t rank, int64_t n_loc
                          rank, (long long)(n_all - n_local));
     for (int64_t k = 0; k < n_all - n_local; k++) {
         const int64_t ghost = n_local + k;
+        if (ghost_rank[k] == FNQ_HALO_NO_ROW)
+            continue;
         if (ghost_rank[k] < 0 || ghost_rank[k] >= n_ranks)
             return halo_fail(FNQ_STATUS_INVALID_ARG,
                              "halo plan: ghost atom %lld of rank %d has owner rank %d, outside "
@@ -87,13 +89,17 @@ enum fnq_status fnq_halo_plan_set_ghosts(struct fnq_halo_plan *plan, int32_t n_r
         return halo_fail(FNQ_STATUS_OUT_OF_MEMORY, "halo plan: out of memory for %lld ghosts",
                          (long long)n_ghosts);
     }
-    /* counting sort by peer; ghosts stay ascending within a peer */
+    /* counting sort by peer; ghosts stay ascending within a peer; ghosts without a row
+     * (FNQ_HALO_NO_ROW) are left out */
     for (int64_t k = 0; k < n_ghosts; k++)
-        plan->recv_start[ghost_rank[k] + 1]++;
+        if (ghost_rank[k] != FNQ_HALO_NO_ROW)
+            plan->recv_start[ghost_rank[k] + 1]++;
     for (int32_t p = 0; p < n_ranks; p++)
         plan->recv_start[p + 1] += plan->recv_start[p];
     memcpy(cursor, plan->recv_start, sizeof(int64_t) * (size_t)n_ranks);
     for (int64_t k = 0; k < n_ghosts; k++) {
+        if (ghost_rank[k] == FNQ_HALO_NO_ROW)
+            continue;
         const int64_t at = cursor[ghost_rank[k]]++;
         plan->recv_index[at] = n_local + k;
         plan->request_index[at] = ghost_index[k];

@@ -26,6 +26,11 @@
 
 #include "fnq.h"
 
+/* a ghost_rank of a ghost that needs no row (fnq_mpi.h has it too, for callers) */
+#ifndef FNQ_HALO_NO_ROW
+#define FNQ_HALO_NO_ROW (-1)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,7 +70,8 @@ static inline int64_t fnq_halo_plan_n_recv(const struct fnq_halo_plan *plan)
 
 /*
  * The receive side, from each ghost's owner: ghost n_local + k is an image of row
- * ghost_index[k] owned by domain ghost_rank[k] (k < n_all - n_local). Fills n_ranks, rank,
+ * ghost_index[k] owned by domain ghost_rank[k] (k < n_all - n_local), or needs no row
+ * (ghost_rank[k] == FNQ_HALO_NO_ROW, e.g. an own image the caller folds). Fills n_ranks, rank,
  * n_local, n_all, recv_start, recv_index (grouped by peer, ghosts ascending within a peer) and
  * request_index; clears the send side. `plan` is zeroed or holds an earlier plan (replaced).
  * A ghost whose rank is out of range, whose index is negative, or that images an own atom

@@ -71,8 +71,12 @@ struct FusedNequipImpl {
   std::vector<double> forces, atom_energies, atom_virial;
 
   // one rank: every ghost is a periodic image of an owned atom, found by its tag, and the
-  // library copies and folds rows itself (on the GPU there) instead of LAMMPS' communication
+  // library folds it onto that atom instead of exchanging its rows
   bool owner_map = false;
+  // several ranks: the same for the ghosts that are periodic images of this rank's own atoms
+  // (owner -1 for the rest, which the exchange fills), unless FNQ_FOLD_OWN_IMAGES=0. They are
+  // most of a domain's ghosts where the box is cut along one or two axes (docs/multi-gpu.md).
+  bool fold_own_images = false, fold_wanted = true;
   std::vector<int64_t> ghost_owner;
   std::vector<int> local_of_tag;    // indexed by atom ID, where IDs are dense
   std::unordered_map<tagint, int> sparse_local_of_tag;    // where they are not
@@ -126,6 +130,8 @@ PairFusedNequip::PairFusedNequip(LAMMPS *lmp) : Pair(lmp)
   impl->timing_exchange = timing && strcmp(timing, "2") == 0;
   const char *one_rank = getenv("FNQ_EXCHANGE_ONE_RANK");
   impl->exchange_one_rank = one_rank && strcmp(one_rank, "1") == 0;
+  const char *fold = getenv("FNQ_FOLD_OWN_IMAGES");
+  impl->fold_wanted = !(fold && strcmp(fold, "0") == 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -189,7 +195,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
   }
 
   const int64_t *ghost_owner = nullptr;
-  if (d.owner_map && nall > nlocal) {
+  if ((d.owner_map || d.fold_own_images) && nall > nlocal) {
     if (rebuilt) {
       const tagint *tag = atom->tag;
       tagint max_tag = 0;
@@ -215,7 +221,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
           const auto found = d.sparse_local_of_tag.find(tag[g]);
           if (found != d.sparse_local_of_tag.end()) owner = found->second;
         }
-        if (owner < 0)
+        if (owner < 0 && d.owner_map)
           stop_on_this_rank("Pair fusednequip: ghost atom " + std::to_string(g) + " (id " +
                             std::to_string(tag[g]) + ") is an image of no owned atom");
         d.ghost_owner[g - nlocal] = owner;
@@ -328,8 +334,11 @@ void PairFusedNequip::route_ghosts()
   exchange_rows(d.owner_rows.data(), 2, false, true);
   d.ghost_rank.resize(nall - nlocal);
   d.ghost_index.resize(nall - nlocal);
+  // the ghosts folded onto their owners here need no row
   for (int g = nlocal; g < nall; g++) {
-    d.ghost_rank[g - nlocal] = (int32_t) d.owner_rows[2 * g];
+    d.ghost_rank[g - nlocal] = d.fold_own_images && d.ghost_owner[g - nlocal] >= 0
+        ? FNQ_HALO_NO_ROW
+        : (int32_t) d.owner_rows[2 * g];
     d.ghost_index[g - nlocal] = (int64_t) d.owner_rows[2 * g + 1];
   }
   const size_t value_bytes = fnq_ctx_dtype(d.ctx) == FNQ_DTYPE_F64 ? 8 : 4;
@@ -629,6 +638,10 @@ void PairFusedNequip::make_context()
   std::string why = choose_exchange(device_id);
   if (comm->nprocs == 1 && impl->exchange_one_rank)
     why += " (FNQ_EXCHANGE_ONE_RANK=1: the ghosts are exchanged, not folded)";
+  if (comm->nprocs > 1)
+    why += impl->fold_own_images ? "; the periodic images of a rank's own atoms are folded onto "
+                                   "them, the other ghosts exchanged"
+                                 : "; every ghost exchanged (FNQ_FOLD_OWN_IMAGES=0)";
   impl->context_stale = false;
 
   if (comm->me == 0) {
@@ -659,6 +672,7 @@ std::string PairFusedNequip::choose_exchange(int device_id)
   const std::string &want = d.comm_choice;
   const bool gpu = fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA;
   d.owner_map = comm->nprocs == 1 && atom->tag_enable && !d.exchange_one_rank;
+  d.fold_own_images = d.fold_wanted && comm->nprocs > 1 && atom->tag_enable;
   if (d.owner_map) {
     d.exchange = "none";
     return "one rank";

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Where the exchange's time goes on a machine of 2 or more GPUs (issue: runs on 2, 4 and 8 GPUs;
-# docs/multi-gpu.md "Where the exchange time goes"): builds LAMMPS and the library
-# (scripts/gpu-lammps.sh), times the exchange alone (bench/bench_halo.c: no model, every
-# exchange started together on idle streams) through nccl, ipc and staged, and nccl with
-# NCCL_MIN_P2P_NCHANNELS=32, at 1,000 to 30,000 rows of 704 float32 values per peer; then the
-# same levers in LAMMPS at 64,000 atoms per GPU beside 1 GPU, and an NVE run of 64,000
-# atoms x 1,000 steps on all the GPUs through one restart (bench/bench_drift.py). Each run is
-# capped (scripts/gpu-multigpu-setup.sh).
+# docs/multi-gpu.md "The exchange alone" and "What the ghosts cost"): builds LAMMPS and the
+# library (scripts/gpu-lammps.sh), times the exchange alone (bench/bench_halo.c: no model, every
+# exchange started together on idle streams) through nccl, ipc and staged at 1,000 to 30,000
+# rows of 704 float32 values per peer; then LAMMPS at 64,000 atoms per GPU: 1 GPU (its periodic
+# images folded, and exchanged as ghosts: FNQ_EXCHANGE_ONE_RANK=1) beside all the GPUs through
+# nccl and ipc, and through nccl with every ghost exchanged (FNQ_FOLD_OWN_IMAGES=0) instead of
+# the own images folded; and an NVE run of 64,000 atoms x 1,000 steps on all the GPUs through
+# one restart (bench/bench_drift.py). Each run is capped (scripts/gpu-multigpu-setup.sh).
+# (NCCL_MIN_P2P_NCHANNELS=32 was measured here on 2 H200s and changed nothing.)
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
 #   usage (device machine): OUT=... scripts/gpu-exchange.sh   (FNQ_SECONDS: the budget, 540)
 set -uo pipefail
@@ -15,7 +17,6 @@ cd "$(dirname "$0")/.." || exit 1
 H="mpirun -n $gpus --bind-to none build-gpu/bench/bench_halo"
 for rows in 1000 3000 10000 30000; do
   for t in nccl ipc staged; do capped $H --transport $t --rows $rows; done
-  capped env NCCL_MIN_P2P_NCHANNELS=32 $H --transport nccl --rows $rows
 done | tee "$out/halo-${gpus}gpus.jsonl"
 B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
    --plugin build-gpu/pair_style/fusednequipplugin.so --device cuda --dtype float32 --steps 20"
@@ -26,7 +27,7 @@ capped $B --cells 20 --configs "1x$threads" | tee -a "$R"
 capped env FNQ_EXCHANGE_ONE_RANK=1 $B --cells 20 --configs "1x$threads" --comm nccl |
   sed 's/"ranks": 1,/"ranks": 1, "exchange_one_rank": true,/' | tee -a "$R"
 capped $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" --comm nccl,ipc | tee -a "$R"
-capped env NCCL_MIN_P2P_NCHANNELS=32 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
-  --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "nccl_min_p2p_nchannels": 32/' | tee -a "$R"
+capped env FNQ_FOLD_OWN_IMAGES=0 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
+  --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "fold_own_images": false/' | tee -a "$R"
 nve_if_time 20 500
 echo "done in $(( $(date +%s) - t0 )) s"

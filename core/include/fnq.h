@@ -250,10 +250,12 @@ FNQ_API enum fnq_status fnq_ctx_set_device_comm(struct fnq_ctx *ctx,
  *     cutoff are ignored, so a list with a skin can be passed as it is.
  *   edge_shift[n_edges*3] (NULL = none): Cartesian shift added to the edge vector
  *     r = positions[send] - positions[recv] + shift.
- *   ghost_owner[n_all-n_local] (NULL when a comm is installed or there are no ghosts): the owned
- *     atom that ghost n_local+k is an image of. Without a comm the library then folds every
- *     pair from a ghost onto its owner (same vector): no exchange, and what the ghosts would
- *     carry lands on their owners directly.
+ *   ghost_owner[n_all-n_local] (may be NULL): the owned atom that ghost n_local+k is an image
+ *     of. The library folds every pair from such a ghost onto its owner (same vector): what
+ *     the ghost would carry lands on its owner directly, and its row needs no exchange.
+ *     Without a comm or device comm every ghost needs an owner (no exchange at all); with
+ *     one, -1 marks a ghost the exchange fills (an image of another rank's atom), so that a
+ *     rank folds the periodic images of its own atoms and exchanges only the rest.
  * Outputs (NULL = skip): energy (sum over owned atoms), atom_energies[n_local],
  *   forces[n_all*3] (ghost rows hold the forces on the ghost images, to be added to their
  *   owners by the caller; zeros when ghosts were folded by ghost_owner), virial[6],

@@ -245,24 +245,27 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
 }
 
 /* A caller's pairs (in) evaluated: as a graph built by the backend (on_backend), else built
- * here on the host; ghosts folded by in->ghost_owner get zero force rows. */
+ * here on the host; ghosts folded by in->ghost_owner get zero force rows. With a caller's
+ * exchange the graph keeps the ghost rows (those of other ranks' atoms are exchanged). */
 static enum fnq_status evaluate_pairs(struct fnq_ctx *ctx, const struct fnq_edge_input *in,
                                       int on_backend, double *energy, double *atom_energies,
                                       double *forces, double *virial, double *atom_virial)
 {
     const int64_t *fold = in->ghost_owner;
-    const struct fnq_exchange x = exchange_of(ctx, in->n_local, fold ? in->n_local : in->n_all);
+    const int keep_rows = ctx->has_comm || ctx->has_device_comm;
+    const struct fnq_exchange x =
+        exchange_of(ctx, in->n_local, fold && !keep_rows ? in->n_local : in->n_all);
     if (on_backend) {
         FNQ_CHECK(run(ctx, &x, in, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
                       NULL, NULL, NULL));
     } else {
         FNQ_CHECK(fnq__graph_from_edges(&ctx->graph, in->n_local, in->n_all, in->pos, in->species,
                                         in->n_edges, in->recv, in->send, in->shift, fold,
-                                        &ctx->limits));
+                                        keep_rows, &ctx->limits));
         FNQ_CHECK(run(ctx, &x, NULL, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
                       NULL, NULL, NULL));
     }
-    if (fold) {
+    if (fold && !keep_rows) {
         const size_t ghosts = (size_t)(in->n_all - in->n_local);
         if (forces)
             memset(forces + 3 * in->n_local, 0, sizeof(double) * 3 * ghosts);
@@ -295,18 +298,21 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
                          "fnq_ctx_compute_graph: %lld ghost atoms need ghost_owner or an "
                          "installed comm (fnq_ctx_set_comm, fnq_ctx_set_device_comm)",
                          (long long)(n_all - n_local));
-    if (ghost_owner && !caller_exchange)
+    /* with a caller's exchange, -1 marks a ghost the exchange fills (another rank's atom) */
+    if (ghost_owner)
         for (int64_t k = 0; k < n_all - n_local; k++)
-            if (ghost_owner[k] < 0 || ghost_owner[k] >= n_local)
+            if (ghost_owner[k] < (caller_exchange ? -1 : 0) || ghost_owner[k] >= n_local)
                 return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, n_local + k, -1,
                                        "ghost atom %lld: owner %lld is not an owned atom "
-                                       "(0..%lld)",
+                                       "(0..%lld)%s",
                                        (long long)(n_local + k), (long long)ghost_owner[k],
-                                       (long long)(n_local - 1));
+                                       (long long)(n_local - 1),
+                                       caller_exchange ? " nor -1 (exchanged)" : "");
     FNQ_CHECK(check_species(ctx->model, n_all, species));
-    /* Ghosts given by an owner map are folded onto their owners as the graph is built
-     * (graph.h): no ghost rows, no exchange; their force rows come back as zeros. */
-    const int64_t *fold = !caller_exchange && n_all > n_local ? ghost_owner : NULL;
+    /* Ghosts given an owner are folded onto it as the graph is built (graph.h); their force
+     * rows come back as zeros. Without a caller's exchange that is every ghost: no ghost rows,
+     * no exchange. */
+    const int64_t *fold = n_all > n_local ? ghost_owner : NULL;
     /* the backend builds the graph where it can (the GPU sorts millions of pairs faster than
      * the host, and keeps them for fnq_ctx_compute_graph_repeat); FNQ_HOST_GRAPH=1 keeps it on
      * the host (tests compare both) */

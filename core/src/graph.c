@@ -134,7 +134,7 @@ enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, 
                                       const double *pos, const int32_t *species, int64_t n_edges,
                                       const int64_t *recv, const int64_t *send,
                                       const double *shift, const int64_t *ghost_owner,
-                                      const struct fnq_limits *lim)
+                                      int keep_ghost_rows, const struct fnq_limits *lim)
 {
     FNQ_CHECK(fnq__check_positions(n_all, pos));
     const double rc2 = lim->cutoff * lim->cutoff;
@@ -179,7 +179,7 @@ enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, 
         memcpy(b->edge_vec + 3 * q, r, sizeof(r));
     }
     b->g.n_local = n_local;
-    b->g.n_all = ghost_owner ? n_local : n_all;
+    b->g.n_all = ghost_owner && !keep_ghost_rows ? n_local : n_all;
     b->g.n_edges = kept;
     b->g.species = species;
     return fnq__graph_finish(b, lim);

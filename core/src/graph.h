@@ -33,19 +33,22 @@ enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const d
                                      const int32_t *pbc, const struct fnq_limits *lim);
 
 /* Take a caller's edge list: keep pairs inside the cutoff, sort by receiver. With ghost_owner
- * (ghost n_local+k is an image of owned atom ghost_owner[k]) every pair from a ghost becomes a
- * pair from its owner with the ghost's vector: the graph has no ghosts (n_all = n_local), no
- * row exchange is needed, and the ghosts' forces land on their owners. */
+ * (ghost n_local+k is an image of owned atom ghost_owner[k], or -1) every pair from a ghost
+ * with an owner becomes a pair from that owner with the ghost's vector, and the ghost's force
+ * lands on the owner. Without keep_ghost_rows every ghost has one: the graph has no ghosts
+ * (n_all = n_local) and no row exchange is needed. With it (a caller's exchange fills the rows
+ * of the ghosts marked -1, those other ranks own) the graph keeps the caller's numbering. */
 enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, int64_t n_all,
                                       const double *pos, const int32_t *species, int64_t n_edges,
                                       const int64_t *recv, const int64_t *send,
                                       const double *shift, const int64_t *ghost_owner,
-                                      const struct fnq_limits *lim);
+                                      int keep_ghost_rows, const struct fnq_limits *lim);
 
-/* The graph's sender of a caller's sender j (folded onto its owner when j is a ghost). */
+/* The graph's sender of a caller's sender j: a ghost with an owner is folded onto it. */
 static inline int64_t fnq__sender_of(int64_t j, int64_t n_local, const int64_t *ghost_owner)
 {
-    return ghost_owner && j >= n_local ? ghost_owner[j - n_local] : j;
+    const int64_t owner = ghost_owner && j >= n_local ? ghost_owner[j - n_local] : -1;
+    return owner >= 0 ? owner : j;
 }
 
 /* internal: reserve space, then finish (sender index, degree, distance checks) */

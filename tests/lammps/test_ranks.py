@@ -13,9 +13,10 @@ Structures:
     1e-4 eV/A forces; the library's own float32 test uses the same bounds).
   - 10 MD steps (NVE, 1200 K, neighbour lists rebuilt as atoms move between ranks) of the 8-atom
     cube and of a 72-atom quartz cell: final energy, forces and unwrapped positions.
-The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription. One
-rank with FNQ_EXCHANGE_ONE_RANK=1 (its periodic images exchanged like other ranks' ghosts, not
-folded onto their owners) matches it too.
+The reference is the 1-rank brick run; 4 ranks on 2 cores use mpiexec oversubscription. Ranks
+fold the periodic images of their own atoms onto them and exchange only the other ghosts; 2
+ranks with FNQ_FOLD_OWN_IMAGES=0 (every ghost exchanged) and one rank with
+FNQ_EXCHANGE_ONE_RANK=1 (its periodic images exchanged like other ranks' ghosts) match too.
 FNQ_LAMMPS_MODEL replaces nequix-mp-1 (lmputil.py; scripts/test-sanitize.sh gives a small fixture).
 """
 import os
@@ -77,6 +78,16 @@ def compare(c, label, got, ref):
     print(f"{label:40s} " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
 
 
+def single_point_with(env, tmp, *args, **kwargs):
+    """single_point with environment variables set for LAMMPS (single_point takes none)"""
+    os.environ.update(env)
+    try:
+        return single_point(tmp, *args, **kwargs)
+    finally:
+        for k in env:
+            del os.environ[k]
+
+
 def main():
     require_model()
     c = Checker("LAMMPS on 1, 2, 4 ranks")
@@ -98,18 +109,19 @@ def main():
                     continue
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=nprocs, comm=comm)
+                c.check(nprocs == 1 or "periodic images of a rank's own atoms are folded"
+                        in got["output"], f"{label}, {comm}, {nprocs} ranks: own images not folded")
                 compare(c, f"{label}, {comm}, {nprocs} ranks", got, ref)
-        # one rank that exchanges its periodic images as ghosts instead of folding them
+        # every ghost exchanged, own images too (FNQ_FOLD_OWN_IMAGES=0), on 2 ranks; and one
+        # rank that exchanges its periodic images as ghosts instead of folding them
         # (FNQ_EXCHANGE_ONE_RANK, the measurement of what ghosts cost): the same numbers
-        os.environ["FNQ_EXCHANGE_ONE_RANK"] = "1"
-        try:
+        for env, nprocs, says in [({"FNQ_FOLD_OWN_IMAGES": "0"}, 2, "every ghost exchanged"),
+                                  ({"FNQ_EXCHANGE_ONE_RANK": "1"}, 1,
+                                   "the ghosts are exchanged, not folded")]:
             with tempfile.TemporaryDirectory() as tmp:
-                got = single_point(tmp, s, elements)
-        finally:
-            del os.environ["FNQ_EXCHANGE_ONE_RANK"]
-        c.check("the ghosts are exchanged, not folded" in got["output"],
-                f"{label}: FNQ_EXCHANGE_ONE_RANK=1 did not exchange the ghosts")
-        compare(c, f"{label}, 1 rank, ghosts exchanged", got, ref)
+                got = single_point_with(env, tmp, s, elements, nprocs=nprocs)
+            c.check(says in got["output"], f"{label}: {env} did not exchange every ghost")
+            compare(c, f"{label}, {nprocs} rank(s), {env}", got, ref)
 
     # float32 features travel as doubles in LAMMPS' buffers: converted in pack/unpack
     quartz = triclinic_quartz()

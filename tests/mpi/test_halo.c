@@ -12,7 +12,8 @@
  * skewed decomposition, a decomposition with an empty domain and a larger cell against the
  * single-domain fnq_ctx_compute_periodic: energy, per-atom energies, forces (ghost force rows
  * added to their owners) and virial within 1e-12 relative in float64, 1e-5 in float32, and
- * bitwise equal over two runs. Run with OMP_NUM_THREADS=1 (the threads are the domains).
+ * bitwise equal over two runs; also with each domain folding the periodic images of its own
+ * atoms onto them (ghost_owner, those ghosts FNQ_HALO_NO_ROW in the plan), as LAMMPS ranks do. Run with OMP_NUM_THREADS=1 (the threads are the domains).
  * With `--device cuda` (label gpu) the model checks run on the GPU against the GPU's single
  * domain: the rows are the device rows of fnq_ctx_set_device_comm, copied to the host for the
  * in-memory transport and back (exit 77 without a GPU).
@@ -41,6 +42,7 @@ struct domain {
     int64_t *ghost_global; /* [n_ghosts]: global atom each ghost images */
     int32_t *ghost_rank;   /* [n_ghosts]: the domain owning it */
     int64_t *ghost_index;  /* [n_ghosts]: its local index there */
+    int64_t *ghost_owner;  /* [n_ghosts]: that index where the domain is this one, else -1 */
     int64_t n_edges, *recv, *send;
 };
 
@@ -89,6 +91,7 @@ static void build_domain(const struct test_structure *s, const int32_t *owner_ra
     D->ghost_global = malloc(sizeof(int64_t) * (size_t)cap);
     D->ghost_rank = malloc(sizeof(int32_t) * (size_t)cap);
     D->ghost_index = malloc(sizeof(int64_t) * (size_t)cap);
+    D->ghost_owner = malloc(sizeof(int64_t) * (size_t)cap);
     int64_t na = 0;
     for (int64_t j = 0; j < n; j++)
         if (owner_rank[j] == d) {
@@ -117,6 +120,7 @@ static void build_domain(const struct test_structure *s, const int32_t *owner_ra
                     D->ghost_global[g] = j;
                     D->ghost_rank[g] = owner_rank[j];
                     D->ghost_index[g] = owner_index[j];
+                    D->ghost_owner[g] = owner_rank[j] == d ? owner_index[j] : -1;
                     na++;
                 }
     D->n_all = na;
@@ -153,7 +157,8 @@ static void decomposition_free(struct decomposition *dc)
     for (int32_t d = 0; d < dc->n; d++) {
         struct domain *D = &dc->dom[d];
         free(D->global), free(D->pos), free(D->species), free(D->ghost_global);
-        free(D->ghost_rank), free(D->ghost_index), free(D->recv), free(D->send);
+        free(D->ghost_rank), free(D->ghost_index), free(D->ghost_owner);
+        free(D->recv), free(D->send);
     }
     free(dc->dom);
 }
@@ -206,12 +211,18 @@ static void net_alltoallv(struct net *net, int32_t rank, const void *send,
 }
 
 /* Each domain asks each owner for the rows its ghosts image (the plan's request_index, by
- * peer), the owners set their send side from what arrives. */
-static void net_build_plan(struct net *net, const struct domain *D, struct fnq_halo_plan *plan)
+ * peer), the owners set their send side from what arrives. Folded own images ask for none. */
+static void net_build_plan(struct net *net, const struct domain *D, int fold,
+                           struct fnq_halo_plan *plan)
 {
     const int32_t n = net->n, r = D->rank;
-    CHECK_OK(fnq_halo_plan_set_ghosts(plan, n, r, D->n_local, D->n_all, D->ghost_rank,
+    const int64_t n_ghosts = D->n_all - D->n_local;
+    int32_t *ghost_rank = malloc(sizeof(int32_t) * (size_t)(n_ghosts + 1));
+    for (int64_t g = 0; g < n_ghosts; g++)
+        ghost_rank[g] = fold && D->ghost_owner[g] >= 0 ? FNQ_HALO_NO_ROW : D->ghost_rank[g];
+    CHECK_OK(fnq_halo_plan_set_ghosts(plan, n, r, D->n_local, D->n_all, ghost_rank,
                                       D->ghost_index));
+    free(ghost_rank);
     net->post[r] = (struct posting){NULL, plan->recv_start};
     net_wait(net);
     int64_t *count_from = malloc(sizeof(int64_t) * (size_t)n);
@@ -237,6 +248,7 @@ struct run {
     const struct domain *D;
     struct fnq_halo_plan plan;
     enum task task;
+    int fold; /* the domain folds its own periodic images (model task) */
     char *buf[2]; /* message buffers (send, recv), grown as needed */
     size_t cap[2];
     int calls;
@@ -400,15 +412,15 @@ static void task_model(struct run *R)
 #endif
     }
     CHECK_OK(fnq_ctx_compute_graph(ctx, D->n_local, D->n_all, D->pos, D->species, D->n_edges,
-                                   D->recv, D->send, NULL, NULL, &R->energy, R->atom_energies,
-                                   R->forces, R->virial, NULL));
+                                   D->recv, D->send, NULL, R->fold ? D->ghost_owner : NULL,
+                                   &R->energy, R->atom_energies, R->forces, R->virial, NULL));
     fnq_ctx_free(ctx);
 }
 
 static void *domain_main(void *arg)
 {
     struct run *R = arg;
-    net_build_plan(R->net, R->D, &R->plan);
+    net_build_plan(R->net, R->D, R->fold, &R->plan);
     switch (R->task) {
     case TASK_ROUTING: task_routing(R); break;
     case TASK_ADJOINT: task_adjoint(R); break;
@@ -484,6 +496,14 @@ static void check_small_plan(void)
     fnq_halo_sum_reverse_f64(&plan, recv, 1, rows);
     CHECK(rows[0] == 10001 && rows[1] == 0 && rows[2] == 1110, "small plan: reverse sum %g %g %g",
           rows[0], rows[1], rows[2]);
+    /* the own image (ghost 4) folded by the caller: no row, nothing asked of itself */
+    const int32_t folded_rank[3] = {1, FNQ_HALO_NO_ROW, 1};
+    CHECK_OK(fnq_halo_plan_set_ghosts(&plan, 2, 0, 3, 6, folded_rank, ghost_index));
+    const int64_t folded_start[3] = {0, 0, 2}, folded_index[2] = {3, 5}, folded_req[2] = {0, 1};
+    CHECK(!memcmp(plan.recv_start, folded_start, sizeof(folded_start)) &&
+              !memcmp(plan.recv_index, folded_index, sizeof(folded_index)) &&
+              !memcmp(plan.request_index, folded_req, sizeof(folded_req)),
+          "small plan, own image folded: receive lists differ");
     fnq_halo_plan_free(&plan);
 }
 
@@ -505,9 +525,9 @@ static void check_bad_input(void)
     ghost_rank[1] = 2; /* ghost atom 4: owner rank 2 of 2 ranks */
     expect_failure(fnq_halo_plan_set_ghosts(&plan, 2, 0, 3, 6, ghost_rank, ghost_index),
                    "owner rank out of range", "ghost atom 4", "owner rank 2");
-    ghost_rank[1] = -1;
+    ghost_rank[1] = -2; /* -1 is FNQ_HALO_NO_ROW */
     expect_failure(fnq_halo_plan_set_ghosts(&plan, 2, 0, 3, 6, ghost_rank, ghost_index),
-                   "negative owner rank", "ghost atom 4", "owner rank -1");
+                   "negative owner rank", "ghost atom 4", "owner rank -2");
     ghost_rank[1] = 0, ghost_index[1] = 3; /* an own atom that does not exist */
     expect_failure(fnq_halo_plan_set_ghosts(&plan, 2, 0, 3, 6, ghost_rank, ghost_index),
                    "image of a missing own atom", "ghost atom 4", "own atom 3");
@@ -665,11 +685,12 @@ static void reference(const struct fnq_model *m, const struct test_structure *s,
 /* Every domain evaluates its part; results summed in domain order (ghost force rows onto the
  * global atoms they image), as LAMMPS' reverse communication of forces would. */
 static void run_model(const struct fnq_model *m, const struct decomposition *dc,
-                      enum fnq_dtype dtype, struct result *r)
+                      enum fnq_dtype dtype, int fold, struct result *r)
 {
     struct run *runs = calloc((size_t)dc->n, sizeof(struct run));
     for (int32_t d = 0; d < dc->n; d++) {
         runs[d].task = TASK_MODEL;
+        runs[d].fold = fold;
         runs[d].model = m;
         runs[d].dtype = dtype;
         runs[d].atom_energies = calloc((size_t)dc->dom[d].n_local + 1, sizeof(double));
@@ -733,21 +754,22 @@ static void compare(const char *label, const struct result *got, const struct re
           fnq_dtype_name(dtype), worst, tol);
 }
 
-/* N domains against one; float64 (twice when `repeat`: bitwise equal), float32 when asked */
+/* N domains against one; float64 (twice when `repeat`: bitwise equal), float32 when asked;
+ * fold: each domain folds its own periodic images */
 static void check_model(const struct fnq_model *m, const struct test_structure *s,
                         const struct result *ref64, const struct result *ref32, int32_t n,
-                        enum slab_axis axis, int repeat, const char *what)
+                        enum slab_axis axis, int repeat, int fold, const char *what)
 {
     char label[128];
-    snprintf(label, sizeof(label), "%d domain(s), %s", n, what);
+    snprintf(label, sizeof(label), "%d domain(s), %s%s", n, what, fold ? ", own images folded" : "");
     struct decomposition dc;
     decompose(s, n, axis, fnq_model_cutoff(m) + SKIN, &dc);
     describe(label, &dc);
     struct result r1, r2;
-    run_model(m, &dc, FNQ_DTYPE_F64, &r1);
+    run_model(m, &dc, FNQ_DTYPE_F64, fold, &r1);
     compare(label, &r1, ref64, s->n, FNQ_DTYPE_F64);
     if (repeat) {
-        run_model(m, &dc, FNQ_DTYPE_F64, &r2);
+        run_model(m, &dc, FNQ_DTYPE_F64, fold, &r2);
         const int same = same_bits(&r1, &r2, s->n);
         printf("  %-44s float64: second run bitwise %s\n", label, same ? "equal" : "DIFFERENT");
         CHECK(same, "%s: two runs differ", label);
@@ -755,7 +777,7 @@ static void check_model(const struct fnq_model *m, const struct test_structure *
     }
     result_free(&r1);
     if (ref32) {
-        run_model(m, &dc, FNQ_DTYPE_F32, &r1);
+        run_model(m, &dc, FNQ_DTYPE_F32, fold, &r1);
         compare(label, &r1, ref32, s->n, FNQ_DTYPE_F32);
         result_free(&r1);
     }
@@ -803,8 +825,11 @@ int main(int argc, char **argv)
     reference(m, &s, FNQ_DTYPE_F32, &ref32);
     printf("diamond Si, 64 atoms, box %.2f A: E = %.10f eV\n", s.cell[0], ref64.energy);
     for (int32_t n = 1; n <= 4; n++)
-        check_model(m, &s, &ref64, n % 2 == 0 ? &ref32 : NULL, n, SLAB_X, 1, "slabs along x");
-    check_model(m, &s, &ref64, &ref32, 3, SLAB_XY, 1, "slabs along (1,1,0)");
+        check_model(m, &s, &ref64, n % 2 == 0 ? &ref32 : NULL, n, SLAB_X, 1, 0, "slabs along x");
+    check_model(m, &s, &ref64, &ref32, 3, SLAB_XY, 1, 0, "slabs along (1,1,0)");
+    for (int32_t n = 2; n <= 4; n += 2)
+        check_model(m, &s, &ref64, &ref32, n, SLAB_X, 1, 1, "slabs along x");
+    check_model(m, &s, &ref64, NULL, 3, SLAB_XY, 0, 1, "slabs along (1,1,0)");
     result_free(&ref64), result_free(&ref32);
     test_structure_free(&s);
 
@@ -817,7 +842,8 @@ int main(int argc, char **argv)
     reference(m, &s, FNQ_DTYPE_F64, &ref64);
     printf("Si slab with vacuum, 64 atoms, box %.2f A along x: E = %.10f eV\n", s.cell[0],
            ref64.energy);
-    check_model(m, &s, &ref64, NULL, 4, SLAB_X, 1, "one empty (vacuum)");
+    check_model(m, &s, &ref64, NULL, 4, SLAB_X, 1, 0, "one empty (vacuum)");
+    check_model(m, &s, &ref64, NULL, 4, SLAB_X, 0, 1, "one empty (vacuum)");
     result_free(&ref64);
     test_structure_free(&s);
 
@@ -825,7 +851,7 @@ int main(int argc, char **argv)
     test_diamond(&s, m, 3, 0.1);
     reference(m, &s, FNQ_DTYPE_F64, &ref64);
     printf("diamond Si, 216 atoms, box %.2f A: E = %.10f eV\n", s.cell[0], ref64.energy);
-    check_model(m, &s, &ref64, NULL, 4, SLAB_X, 0, "slabs along x, 216 atoms");
+    check_model(m, &s, &ref64, NULL, 4, SLAB_X, 0, 0, "slabs along x, 216 atoms");
     result_free(&ref64);
     test_structure_free(&s);
 
