@@ -255,7 +255,9 @@ FNQ_API enum fnq_status fnq_ctx_set_device_comm(struct fnq_ctx *ctx,
  *     the ghost would carry lands on its owner directly, and its row needs no exchange.
  *     Without a comm or device comm every ghost needs an owner (no exchange at all); with
  *     one, -1 marks a ghost the exchange fills (an image of another rank's atom), so that a
- *     rank folds the periodic images of its own atoms and exchanges only the rest.
+ *     rank folds the periodic images of its own atoms and exchanges only the rest. Fold
+ *     every image of an owned atom, or pairs lose their reverse (refused as a list that is
+ *     not full).
  * Outputs (NULL = skip): energy (sum over owned atoms), atom_energies[n_local],
  *   forces[n_all*3] (ghost rows hold the forces on the ghost images, to be added to their
  *   owners by the caller; zeros when ghosts were folded by ghost_owner), virial[6],

@@ -17,6 +17,7 @@ struct ghosts {
     double *pos;
     int32_t *species;
     int64_t *owner; /* for every atom; identity for owned ones */
+    int *c_shift;   /* for every atom: the image's shift along the third cell vector */
 };
 
 /* all images within reach of the cell, excluding the original cell */
@@ -27,6 +28,7 @@ static void make_ghosts(const struct test_structure *s, double reach, struct gho
     g->pos = malloc(sizeof(double) * 3 * (size_t)cap);
     g->species = malloc(sizeof(int32_t) * (size_t)cap);
     g->owner = malloc(sizeof(int64_t) * (size_t)cap);
+    g->c_shift = calloc((size_t)cap, sizeof(int));
     int64_t n = 0;
     for (int64_t i = 0; i < s->n; i++) {
         memcpy(g->pos + 3 * n, s->pos + 3 * i, 3 * sizeof(double));
@@ -55,6 +57,7 @@ static void make_ghosts(const struct test_structure *s, double reach, struct gho
                         continue;
                     memcpy(g->pos + 3 * n, x, sizeof(x));
                     g->species[n] = s->species[j];
+                    g->c_shift[n] = c;
                     g->owner[n++] = j;
                 }
             }
@@ -119,14 +122,24 @@ static void check(struct fnq_ctx *ctx, const char *label, const struct test_stru
 
     double e1, v1[6], *f1 = malloc(sizeof(double) * 3 * (size_t)g.n_all);
     double *a1 = malloc(sizeof(double) * (size_t)n), *av = malloc(sizeof(double) * 6 * (size_t)g.n_all);
-    for (int mode = 0; mode < 2; mode++) {
+    /* mode 2: the images shifted within the a-b plane folded by their owners, the rest (-1)
+     * through the comm, as a rank of a box cut along c folds the images of its own atoms and
+     * exchanges other ranks' (a fold must hold for both directions of a pair: the reverse of
+     * a pair to an image shifted by S is one to an image shifted by -S) */
+    int64_t *half = malloc(sizeof(int64_t) * (size_t)(g.n_all - n + 1));
+    for (int64_t k = 0; k < g.n_all - n; k++)
+        half[k] = g.c_shift[n + k] == 0 ? g.owner[n + k] : -1;
+    for (int mode = 0; mode < 3; mode++) {
         struct owner_map om = {n, g.n_all, g.owner, 0};
         struct fnq_comm comm = {&om, comm_forward, comm_reverse};
-        CHECK_OK(fnq_ctx_set_comm(ctx, mode == 1 ? &comm : NULL));
+        CHECK_OK(fnq_ctx_set_comm(ctx, mode >= 1 ? &comm : NULL));
+        const int64_t *owners[3] = {g.owner + n, NULL, half};
         CHECK_OK(fnq_ctx_compute_graph(ctx, n, g.n_all, g.pos, g.species, ne, recv, send, NULL,
-                                       mode == 0 ? g.owner + n : NULL, &e1, a1, f1, v1, av));
-        const char *how = mode == 0 ? "ghost_owner" : "comm callbacks";
-        if (mode == 1)
+                                       owners[mode], &e1, a1, f1, v1, av));
+        const char *how = mode == 0   ? "ghost_owner"
+                          : mode == 1 ? "comm callbacks"
+                                      : "in-plane images folded, the rest through the comm";
+        if (mode >= 1)
             CHECK(om.calls == 6,
                   "%s %s: expected 6 exchanges (3 forward, 3 reverse), got %d", label, how,
                   om.calls);
@@ -178,8 +191,8 @@ static void check(struct fnq_ctx *ctx, const char *label, const struct test_stru
     CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "not full"),
           "%s: a half neighbour list was not refused (%s)", label, fnq_last_error());
 
-    free(f0), free(a0), free(f1), free(a1), free(av), free(recv), free(send);
-    free(g.pos), free(g.species), free(g.owner);
+    free(f0), free(a0), free(f1), free(a1), free(av), free(recv), free(send), free(half);
+    free(g.pos), free(g.species), free(g.owner), free(g.c_shift);
 }
 
 /* With a comm installed the exchange is collective: a rank without ghosts (here an isolated
@@ -328,6 +341,21 @@ static void check_error_atoms(struct fnq_ctx *ctx, int32_t si)
     st = fnq_ctx_compute_graph(ctx, 4, 5, pos5, sp5, ne, recv, send, NULL, owner, &e, NULL,
                                NULL, NULL, NULL);
     expect_atoms(st, "bad ghost owner", 1, 4, -1);
+    /* -1 (exchanged) is a ghost owner only where a comm exchanges: without one, and -2 with */
+    const int64_t unowned[1] = {-1}, below[1] = {-2};
+    st = fnq_ctx_compute_graph(ctx, 4, 5, pos5, sp5, ne, recv, send, NULL, unowned, &e, NULL,
+                               NULL, NULL, NULL);
+    expect_atoms(st, "ghost owner -1 without a comm", 1, 4, -1);
+    const int64_t all_owner[5] = {0, 1, 2, 3, 3};
+    struct owner_map om = {4, 5, all_owner, 0};
+    const struct fnq_comm comm = {&om, comm_forward, comm_reverse};
+    CHECK_OK(fnq_ctx_set_comm(ctx, &comm));
+    st = fnq_ctx_compute_graph(ctx, 4, 5, pos5, sp5, ne, recv, send, NULL, below, &e, NULL,
+                               NULL, NULL, NULL);
+    expect_atoms(st, "ghost owner -2 with a comm", 1, 4, -1);
+    CHECK(strstr(fnq_last_error(), "nor -1 (exchanged)") != NULL,
+          "ghost owner -2 with a comm: the message does not say -1 is allowed");
+    CHECK_OK(fnq_ctx_set_comm(ctx, NULL));
 
     CHECK_OK(fnq_ctx_compute_periodic(ctx, 4, pos, sp, NULL, NULL, &e, NULL, NULL, NULL));
     CHECK(fnq_last_error_atoms(NULL, 0) == 0, "atoms still named after a success");
