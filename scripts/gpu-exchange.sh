@@ -6,8 +6,8 @@
 # rows of 704 float32 values per peer; then LAMMPS at 64,000 atoms per GPU: 1 GPU (its periodic
 # images folded, and exchanged as ghosts: FNQ_EXCHANGE_ONE_RANK=1) beside all the GPUs through
 # nccl and ipc, and through nccl with every ghost exchanged (FNQ_FOLD_OWN_IMAGES=0) instead of
-# the own images folded; and an NVE run of 64,000 atoms x 1,000 steps on all the GPUs through
-# one restart (bench/bench_drift.py). Each run is capped (scripts/gpu-multigpu-setup.sh).
+# the own images folded. Each run is capped (scripts/gpu-multigpu-setup.sh); the long NVE run
+# is scripts/gpu-nve-long.sh's.
 # (NCCL_MIN_P2P_NCHANNELS=32 was measured here on 2 H200s and changed nothing.)
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
 #   usage (device machine): OUT=... scripts/gpu-exchange.sh   (FNQ_SECONDS: the budget, 540)
@@ -29,5 +29,4 @@ capped env FNQ_EXCHANGE_ONE_RANK=1 $B --cells 20 --configs "1x$threads" --comm n
 capped $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" --comm nccl,ipc | tee -a "$R"
 capped env FNQ_FOLD_OWN_IMAGES=0 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
   --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "fold_own_images": false/' | tee -a "$R"
-nve_if_time 20 500
 echo "done in $(( $(date +%s) - t0 )) s"
