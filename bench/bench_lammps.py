@@ -84,8 +84,13 @@ def main():
         chosen = re.search(r"ghost exchange '(\w+)': (.*)", p.stdout)
         moved = re.search(r"exchange \(rank 0\): .*?([\d.]+) rows and ([\d.]+) MB sent",
                           p.stderr)
+        why = chosen.group(2) if chosen else ""
+        # which ghosts go through the exchange (FNQ_EXCHANGE_ONE_RANK, FNQ_FOLD_OWN_IMAGES)
+        ghosts = ("exchanged" if "exchanged, not folded" in why or "every ghost exchanged" in why
+                  else "own images folded" if "own atoms are folded" in why
+                  else "folded" if chosen and chosen.group(1) == "none" else None)
         exchange = {"comm": comm, "exchange": chosen.group(1) if chosen else None,
-                    "nccl_hostid_harness": bool(a.nccl_hostid and ranks > 1)}
+                    "ghosts": ghosts, "nccl_hostid_harness": bool(a.nccl_hostid and ranks > 1)}
         if moved:
             exchange.update(rank0_rows_sent_per_step=float(moved.group(1)),
                             rank0_mb_sent_per_step=float(moved.group(2)))

@@ -24,9 +24,8 @@ declare -A box64=([2]=40x20x20 [4]=40x40x20 [8]=40x40x40)
 R=$out/lammps-levers-${gpus}gpus.jsonl
 capped $B --cells 20 --configs "1x$threads" | tee -a "$R"
 # the same GPU with its periodic images exchanged as ghosts: the ghosts' work, with no waits
-capped env FNQ_EXCHANGE_ONE_RANK=1 $B --cells 20 --configs "1x$threads" --comm nccl |
-  sed 's/"ranks": 1,/"ranks": 1, "exchange_one_rank": true,/' | tee -a "$R"
+capped env FNQ_EXCHANGE_ONE_RANK=1 $B --cells 20 --configs "1x$threads" --comm nccl | tee -a "$R"
 capped $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" --comm nccl,ipc | tee -a "$R"
 capped env FNQ_FOLD_OWN_IMAGES=0 $B --cells "${box64[$gpus]}" --configs "${gpus}x$threads" \
-  --comm nccl | sed 's/"comm": "nccl"/"comm": "nccl", "fold_own_images": false/' | tee -a "$R"
+  --comm nccl | tee -a "$R"
 echo "done in $(( $(date +%s) - t0 )) s"
