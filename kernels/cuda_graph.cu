@@ -238,7 +238,7 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     const int64_t nl = in->n_local, na = in->n_all, np = in->n_edges;
     /* the model's atoms: every ghost folded, or the ghost rows kept for a caller's exchange */
     const bool keep_rows = fnq__exchange_by_caller(x);
-    const int64_t nm = in->ghost_owner && !keep_rows ? nl : na;
+    const int64_t nm = fnq__graph_rows(nl, na, in->ghost_owner, keep_rows);
     const bool dev = in->on_device;
     if (dev)
         FNQ_CHECK(check_device_pairs(s, in));
@@ -306,7 +306,7 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     if (bad)
         return edges_message(s, in, lim, keep_rows);
 
-    FNQ_CHECK(reserve<REAL>(s, nl, nm, total, fnq__exchange_by_caller(x)));
+    FNQ_CHECK(reserve<REAL>(s, nl, nm, total, keep_rows));
     FNQ_CHECK(ensure(s->keys, total, what, ep));
     FNQ_CHECK(ensure(s->ids, total, what, ep));
     size_t sort_bytes = 0, index_bytes = 0;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "fnq.h"
+#include "halo_plan.h" /* FNQ_HALO_NO_ROW */
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,10 +49,6 @@ enum fnq_halo_transport {
 
 struct fnq_halo; /* opaque: one rank's routing, buffers and transport */
 
-/* fnq_halo_set_routing's ghost_rank of a ghost that needs no row (halo_plan.h has it too) */
-#ifndef FNQ_HALO_NO_ROW
-#define FNQ_HALO_NO_ROW (-1)
-#endif
 
 FNQ_API const char *fnq_halo_transport_name(enum fnq_halo_transport transport);
 /* 1 when this build has the NCCL transport. */

@@ -26,10 +26,8 @@
 
 #include "fnq.h"
 
-/* a ghost_rank of a ghost that needs no row (fnq_mpi.h has it too, for callers) */
-#ifndef FNQ_HALO_NO_ROW
+/* the ghost_rank of a ghost that needs no row (fnq_halo_plan_set_ghosts, fnq_halo_set_routing) */
 #define FNQ_HALO_NO_ROW (-1)
-#endif
 
 #ifdef __cplusplus
 extern "C" {

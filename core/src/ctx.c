@@ -178,6 +178,12 @@ static struct fnq_exchange exchange_of(const struct fnq_ctx *ctx, int64_t n_loca
     return x;
 }
 
+/* whether the caller exchanges ghost rows (fnq_ctx_set_comm or fnq_ctx_set_device_comm) */
+static int caller_exchanges(const struct fnq_ctx *ctx)
+{
+    return ctx->has_comm || ctx->has_device_comm;
+}
+
 static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const int32_t *species)
 {
     for (int64_t i = 0; i < n; i++)
@@ -252,9 +258,9 @@ static enum fnq_status evaluate_pairs(struct fnq_ctx *ctx, const struct fnq_edge
                                       double *forces, double *virial, double *atom_virial)
 {
     const int64_t *fold = in->ghost_owner;
-    const int keep_rows = ctx->has_comm || ctx->has_device_comm;
+    const int keep_rows = caller_exchanges(ctx);
     const struct fnq_exchange x =
-        exchange_of(ctx, in->n_local, fold && !keep_rows ? in->n_local : in->n_all);
+        exchange_of(ctx, in->n_local, fnq__graph_rows(in->n_local, in->n_all, fold, keep_rows));
     if (on_backend) {
         FNQ_CHECK(run(ctx, &x, in, energy, atom_energies, forces, virial, atom_virial, 0, NULL,
                       NULL, NULL, NULL));
@@ -292,7 +298,7 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     if ((n_all > 0 && (!positions || !species)) || (n_edges > 0 && (!edge_recv || !edge_send)))
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: NULL positions, species or edge arrays");
-    const int caller_exchange = ctx->has_comm || ctx->has_device_comm;
+    const int caller_exchange = caller_exchanges(ctx);
     if (n_all > n_local && !caller_exchange && !ghost_owner)
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: %lld ghost atoms need ghost_owner or an "

@@ -179,7 +179,7 @@ enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, 
         memcpy(b->edge_vec + 3 * q, r, sizeof(r));
     }
     b->g.n_local = n_local;
-    b->g.n_all = ghost_owner && !keep_ghost_rows ? n_local : n_all;
+    b->g.n_all = fnq__graph_rows(n_local, n_all, ghost_owner, keep_ghost_rows);
     b->g.n_edges = kept;
     b->g.species = species;
     return fnq__graph_finish(b, lim);

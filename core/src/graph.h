@@ -44,6 +44,14 @@ enum fnq_status fnq__graph_from_edges(struct fnq_graph_buf *b, int64_t n_local, 
                                       const double *shift, const int64_t *ghost_owner,
                                       int keep_ghost_rows, const struct fnq_limits *lim);
 
+/* The atoms the graph has rows for: the owned ones when every ghost is folded onto an owner
+ * (ghost_owner without a caller's exchange), else the caller's owned atoms and ghosts. */
+static inline int64_t fnq__graph_rows(int64_t n_local, int64_t n_all, const int64_t *ghost_owner,
+                                      int keep_ghost_rows)
+{
+    return ghost_owner && !keep_ghost_rows ? n_local : n_all;
+}
+
 /* The graph's sender of a caller's sender j: a ghost with an owner is folded onto it. */
 static inline int64_t fnq__sender_of(int64_t j, int64_t n_local, const int64_t *ghost_owner)
 {
