@@ -12,7 +12,8 @@ against one rank (whose ghosts the library folds itself, no exchange):
   comm nccl through the NCCL_HOSTID harness (each rank its own NCCL_HOSTID, so NCCL takes the
     ranks for nodes of their own; correct and slow, a harness and no timing): 2 and 3 ranks,
     10 MD steps, so that the exchange runs inside the recorded CUDA graph, against 1 rank.
-The log must name the exchange chosen. Exits 77 (skipped) without CUDA, a GPU or mpi/.
+The log must name the exchange chosen. Every rank runs on the first visible GPU, on a machine of
+several too. Exits 77 (skipped) without CUDA, a GPU or mpi/.
 
 With --multigpu (label multigpu): one GPU per rank, comm nccl without the harness, 2 ranks
 (and 4 where there are 4 GPUs) against 1 rank: the same bars, brick and tiled, a box smaller
@@ -165,6 +166,10 @@ def main():
         os.environ["NCCL_NVLS_ENABLE"] = "0"
         return multigpu()
     os.environ["NCCL_NVLS_ENABLE"] = "0"
+    # every rank on the first GPU, so that the ranks share it on a machine of several too
+    # (there the style gives each rank its own GPU, and auto would choose nccl)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible or "0"
     c = Checker("LAMMPS GPU ghost exchange (mpi/) on one GPU")
     si512 = rattled(diamond_si(4), 0.05, 11)
     si8 = rattled(to_lammps_frame(diamond_si(1))[0], 0.05, 3)
