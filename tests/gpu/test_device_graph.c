@@ -13,17 +13,6 @@
 
 #include "fnq_test.h"
 
-static int have_gpu(const struct fnq_model *m)
-{
-    struct fnq_ctx *c;
-    if (fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c) != FNQ_STATUS_OK) {
-        printf("SKIP: no usable GPU: %s\n", fnq_last_error());
-        return 0;
-    }
-    fnq_ctx_free(c);
-    return 1;
-}
-
 /* one evaluation's status, message and results */
 struct outcome {
     enum fnq_status st;
@@ -174,9 +163,8 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
 
 int main(void)
 {
+    test_require_gpu();
     struct fnq_model *m = test_load_model("nequix-mp-1");
-    if (!have_gpu(m))
-        return 77;
     const double reach = fnq_model_cutoff(m) + 0.5;
     struct test_structure si, tri;
     test_diamond(&si, m, 3, 0.1);

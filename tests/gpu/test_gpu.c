@@ -16,18 +16,6 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "fnq_test.h"
 
-static int have_gpu(const struct fnq_model *m)
-{
-    struct fnq_ctx *c;
-    enum fnq_status st = fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &c);
-    if (st != FNQ_STATUS_OK) {
-        printf("SKIP: no usable GPU: %s\n", fnq_last_error());
-        return 0;
-    }
-    fnq_ctx_free(c);
-    return 1;
-}
-
 struct result {
     double e, v[6];
     double *f, *ea;
@@ -558,9 +546,8 @@ static void check_out_of_memory(void)
 int main(int argc, char **argv)
 {
     const int oom_case = !(argc > 1 && !strcmp(argv[1], "--no-oom"));
+    test_require_gpu();
     struct fnq_model *m = test_load_model("nequix-mp-1");
-    if (!have_gpu(m))
-        return 77;
     struct test_structure si, tri;
     test_diamond(&si, m, 8, 0.1);
     const int32_t pbc[3] = {1, 1, 1};

@@ -50,10 +50,13 @@ def gpu_available():
                   [[0, 2.715, 2.715], [2.715, 0, 2.715], [2.715, 2.715, 0]])
         p = subprocess.run([cli(), "eval", "--device", "cuda", "nequix-mp-1", xyz],
                            capture_output=True, text=True)
-    if p.returncode != 0:
+    if p.returncode == 0:
+        return True
+    if "no CUDA backend" in p.stderr or "no CUDA device" in p.stderr:
         print(f"SKIP: no usable CUDA device: {p.stderr.strip()}")
         return False
-    return True
+    # a GPU that is there but fails is a failure, not a skip
+    sys.exit(f"FAIL: the GPU did not run a 2-atom cell: {p.stderr.strip()}")
 
 
 def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
