@@ -37,7 +37,8 @@ static int fnq_test_failures;
 
 /* Exit 77 (skip) where this build has no CUDA backend or the machine no GPU. A GPU that is
  * there but will not take a context is a failure, not a skip: the caller then checks
- * fnq_ctx_init like any other call (a skip once hid such a failure, bench/NOTES.md 2026-11-26). */
+ * fnq_ctx_init like any other call (gpu_vs_cpu once skipped on a 4-GPU machine, and the skip
+ * kept its reason out of ctest's output: bench/NOTES.md 2026-11-26). */
 static void test_require_gpu(void)
 {
     if (fnq_cuda_device_count() < 1) {
