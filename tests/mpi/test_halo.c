@@ -788,11 +788,7 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda")) {
 #ifdef FNQ_TEST_CUDA
-        int n_gpus = 0;
-        if (cudaGetDeviceCount(&n_gpus) != cudaSuccess || n_gpus == 0) {
-            printf("SKIP: no GPU\n");
-            return 77;
-        }
+        test_require_gpu();
         model_device = FNQ_DEVICE_CUDA;
 #else
         printf("SKIP: built without CUDA\n");
