@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -211,6 +212,30 @@ def worker_jax(args, record):
     return run_size
 
 
+def run_keeping_stderr(fn, *args):
+    """fn(*args) with file descriptor 2 going to a temporary file, whose text is then copied
+    to the real stderr: C++ code writes there what its exception does not say. Returns (the
+    exception or None, the text)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            fn(*args)
+            err = None
+        except Exception as e:  # noqa: BLE001 - the caller reports it and goes on
+            err = e
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read()
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    return err, text
+
+
 def run_worker(args):
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -228,10 +253,10 @@ def run_worker(args):
         run_size = worker_nequip(args, record, compiled=args.worker == "nequip-compiled")
     emit({"peer": args.worker, "info": record.info})
     for rep in sizes:  # one size at a time, so an out-of-memory ends only the larger sizes
-        try:
-            run_size(rep)
-        except Exception as err:  # noqa: BLE001 - report and go on with the next size
-            oom = is_oom(err)
+        err, stderr_text = run_keeping_stderr(run_size, rep)
+        if err is not None:
+            # AOTInductor's error names only the failed call; the reason is on stderr
+            oom = is_oom(err) or is_oom(stderr_text)
             emit({"peer": args.worker, "atoms": atoms_of(rep), "oom": oom,
                   "error": f"{type(err).__name__}: {str(err)[:300]}"})
             if oom:
