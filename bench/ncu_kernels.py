@@ -14,7 +14,9 @@ import csv
 import re
 import sys
 
-UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+# ncu writes "nsecond" or, in newer releases, "ns"
+UNIT = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0,
+        "second": 1e3, "s": 1e3}
 
 
 def kernel_key(name):

@@ -170,7 +170,9 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
         s->launches_model++;
         if (l > 0 && ghosts) {
-            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
+            BackwardArgs<REAL> g = b;
+            g.dx_slots = s->dx_slots_ghost;
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(g, s->smem_bwd, s->stream));
             s->launches_model++;
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }

@@ -285,11 +285,17 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
         dx_dim = std::max(dx_dim, dm.layers[l].dx_dim);
     FNQ_CHECK(v(s->edge_ggeo, nf * ne, "edge geometry gradients"));
     /* the backward kernels' per-block scratch (layer_backward.cuh): twice the blocks that fit
-     * on the GPU at once (two per multiprocessor), at most one per block */
-    const int64_t blocks = (std::max(nl, na - nl) + kNB - 1) / kNB;
-    s->dx_slots = (int)std::max<int64_t>(1, std::min<int64_t>(4 * (int64_t)s->n_sm, blocks));
-    FNQ_CHECK(v(s->dxpart, (size_t)s->dx_slots * kNB * dx_dim, "sender-feature gradients"));
-    FNQ_CHECK(v(s->dx_busy, (size_t)s->dx_slots, "sender-feature gradients"));
+     * on the GPU at once (two per multiprocessor), at most one per block; the ghost-sender
+     * pass's blocks and slots are kGhostNB atoms */
+    auto slots = [&](int64_t blocks) {
+        return (int)std::max<int64_t>(1, std::min<int64_t>(4 * (int64_t)s->n_sm, blocks));
+    };
+    s->dx_slots = slots((nl + kNB - 1) / kNB);
+    s->dx_slots_ghost = slots((na - nl + kGhostNB - 1) / kGhostNB);
+    const size_t dx_rows = std::max((size_t)s->dx_slots * kNB, (size_t)s->dx_slots_ghost * kGhostNB);
+    FNQ_CHECK(v(s->dxpart, dx_rows * dx_dim, "sender-feature gradients"));
+    FNQ_CHECK(v(s->dx_busy, (size_t)std::max(s->dx_slots, s->dx_slots_ghost),
+                "sender-feature gradients"));
     /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, on every rank of a
      * caller's exchange (collective, also on a rank without ghosts), in the lean layout, and
      * for the node GEMMs */

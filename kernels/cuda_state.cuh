@@ -55,7 +55,7 @@ template <typename REAL> struct State {
     bool node_gemm = false;
     DevBuf<REAL> msg_last;
     DevBuf<int> dx_busy;
-    int dx_slots = 1;
+    int dx_slots = 1, dx_slots_ghost = 1; /* slots of dxpart (layer_backward.cuh) */
     int n_sm = 1; /* the GPU's multiprocessors */
     DevBuf<double> e_atom, forces, atom_virial, atom_energy, totals;
     /* neighbour list scratch */

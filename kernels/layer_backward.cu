@@ -147,20 +147,20 @@ template <typename REAL> struct BwdLayout {
  * in path order, from the per-path scratch rows of the block's slot (rows: atom r0's; atoms
  * without edges get zeros). The path walk is shared by the block's atoms (the sums themselves
  * are per atom, in the same order). */
-template <typename REAL>
+template <typename REAL, int NB>
 __device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const REAL *rows,
                               int dx_stride, int r0, int nb, REAL *dh1, int64_t sd)
 {
-    bool has_edges[kNB];
+    bool has_edges[NB];
 #pragma unroll
-    for (int q = 0; q < kNB; q++)
+    for (int q = 0; q < NB; q++)
         has_edges[q] = q < nb && start[r0 + q] != start[r0 + q + 1];
     for (int o = threadIdx.x; o < L.in.dim; o += blockDim.x) {
         const int b = block_of(L.in, o), mi = L.in.mul[b], in_off = L.in.off[b];
         const int rel = o - in_off, m1 = rel / mi, u = rel % mi;
-        REAL s[kNB];
+        REAL s[NB];
 #pragma unroll
-        for (int q = 0; q < kNB; q++)
+        for (int q = 0; q < NB; q++)
             s[q] = 0;
         for (int p = 0; p < L.n_paths; p++) {
             const Path &P = L.paths[p];
@@ -168,7 +168,7 @@ __device__ void reduce_dxpart(const Layer<REAL> &L, const int64_t *start, const 
                 continue;
             const int k = P.dx_off + m1 * P.mul + u;
 #pragma unroll
-            for (int q = 0; q < kNB; q++)
+            for (int q = 0; q < NB; q++)
                 if (has_edges[q])
                     s[q] += rows[(int64_t)q * dx_stride + k];
         }
@@ -240,9 +240,10 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
     BwdLayout<REAL> lay;
     lay.init(L, a.prev, a.geo.lmax, a.EC, a.epi_len);
     /* GHOST: the block's "atoms" are ghosts [first + NB*b, ...), walked through the by-sender
-     * index; otherwise owned receivers with their contiguous edges */
-    const int r0 = (GHOST ? a.n_local : 0) + blockIdx.x * kNB;
-    const int nb = min(kNB, (GHOST ? a.n_all : a.n_local) - r0);
+     * index, PER_WARP of them per warp; otherwise owned receivers with their contiguous edges */
+    constexpr int NB = GHOST ? kGhostNB : kNB, PER_WARP = GHOST ? kGhostsPerWarp : 1;
+    const int r0 = (GHOST ? a.n_local : 0) + blockIdx.x * NB;
+    const int nb = min(NB, (GHOST ? a.n_all : a.n_local) - r0);
     const int64_t *start = GHOST ? a.send_start : a.recv_start;
     const int64_t eb = start[r0], ee = start[r0 + nb];
     const int K = L.n_mlp;
@@ -286,12 +287,13 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            /* warp = (atom q, task parity), as in the forward kernel; the two parities' dE/dY
-             * rows of each edge are summed after the passes */
-            const int q = warp % kNB, parity = warp / kNB;
+            /* warp = (atom q, task parity), as in the forward kernel (in the ghost pass q is
+             * PER_WARP consecutive ghosts); the two parities' dE/dY rows of each edge are
+             * summed after the passes */
+            const int q = (warp % kNB) * PER_WARP, parity = warp / kNB;
             if (q < nb) {
                 ca.e_first = (int)(max(start[r0 + q], e0) - e0);
-                ca.n = (int)(min(start[r0 + q + 1], e0 + n) - e0);
+                ca.n = (int)(min(start[r0 + (GHOST ? min(q + PER_WARP, nb) : q + 1)], e0 + n) - e0);
             } else {
                 ca.e_first = ca.n = 0;
             }
@@ -430,11 +432,11 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
     /* dE/dh1 of the block's atoms; with ghosts the epilogue runs after the reverse exchange */
     REAL *sDx = (REAL *)(smem + lay.off_dx);
     if (GHOST || !a.fused_epilogue) {
-        reduce_dxpart<REAL>(L, start, dxrows, a.dx_stride, r0, nb,
-                            a.dh1 + (int64_t)r0 * L.in.dim, L.in.dim);
+        reduce_dxpart<REAL, NB>(L, start, dxrows, a.dx_stride, r0, nb,
+                                a.dh1 + (int64_t)r0 * L.in.dim, L.in.dim);
         return;
     }
-    reduce_dxpart<REAL>(L, start, dxrows, a.dx_stride, r0, nb, sDx, L.in.dim);
+    reduce_dxpart<REAL, kNB>(L, start, dxrows, a.dx_stride, r0, nb, sDx, L.in.dim);
     __syncthreads();
     backward_epilogue<REAL>(a, lay, smem, r0, nb, sDx, L.in.dim);
 }
@@ -462,7 +464,8 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         slot = *(const int *)smem;
         __syncthreads();
     }
-    REAL *dxrows = need_dx ? a.dxpart + (int64_t)slot * kNB * a.dx_stride : nullptr;
+    REAL *dxrows =
+        need_dx ? a.dxpart + (int64_t)slot * (GHOST ? kGhostNB : kNB) * a.dx_stride : nullptr;
     layer_backward_block<REAL, GHOST, TAB>(a, smem, dxrows);
     if (need_dx) {
         __syncthreads(); /* every read of the slot is done */
@@ -525,7 +528,7 @@ cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cuda
 template <typename REAL>
 cudaError_t ghost_sender_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    const int blocks = (a.n_all - a.n_local + kNB - 1) / kNB;
+    const int blocks = (a.n_all - a.n_local + kGhostNB - 1) / kGhostNB;
     if (blocks <= 0)
         return cudaSuccess;
     if (a.L.rtab)

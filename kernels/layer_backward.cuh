@@ -9,6 +9,13 @@
 
 namespace fnqcu {
 
+/* The ghost-sender pass: a ghost sends few edges (a weak-scaling domain's ghosts ~4 on
+ * average, a quarter of them none, against an owned atom's ~46), so each of a block's warps
+ * walks the edges of kGhostsPerWarp consecutive ghosts, not of one: a walk's setup and its
+ * latency are paid per ghost group, not per ghost (bench/NOTES.md, "The ghost pass"). */
+constexpr int kGhostsPerWarp = 4;
+constexpr int kGhostNB = kNB * kGhostsPerWarp; /* ghosts per block of that pass */
+
 template <typename REAL> struct BackwardArgs {
     Layer<REAL> L;    /* this layer */
     Layer<REAL> prev; /* the layer below (node ops of the epilogue), when layer > 0 */
@@ -30,9 +37,10 @@ template <typename REAL> struct BackwardArgs {
     /* outputs and scratch */
     double *edge_ggeo; /* [n_edges][nsh + n_basis]: dE/dY, dE/d(basis), summed over layers */
     int first_ggeo;    /* the first backward layer writes edge_ggeo instead of adding */
-    /* per-path sender-feature gradients of a block's kNB atoms, [kNB][dx_stride] per slot: a
-     * block holds one of dx_slots slots while it runs (dx_busy[slot] = 1), so the scratch is
-     * sized by the blocks that can run at once, not by the atoms (bench/NOTES.md, memory) */
+    /* per-path sender-feature gradients of a block's atoms, [kNB][dx_stride] per slot
+     * ([kGhostNB][dx_stride] in the ghost-sender pass): a block holds one of dx_slots slots
+     * while it runs (dx_busy[slot] = 1), so the scratch is sized by the blocks that can run at
+     * once, not by the atoms (bench/NOTES.md, memory) */
     REAL *dxpart;
     int dx_stride;
     int *dx_busy;

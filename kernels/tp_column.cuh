@@ -480,28 +480,36 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             for (int m2 = 0; m2 < T::D2; m2++)
                 y[m2] = c.Y(e, m2);
             T::bwd(x, y, g, gj, v, dxr);
+            /* the ghost pass wants only dE/dh1 (group_backward) */
+            if (!ghost) {
 #pragma unroll
-            for (int m2 = 0; m2 < T::D2; m2++)
-                dr += y[m2] * v[m2];
+                for (int m2 = 0; m2 < T::D2; m2++)
+                    dr += y[m2] * v[m2];
+            }
             REAL r;
             if constexpr (TAB) {
                 r = c.hermite(c.coef, e, f);
-                dt = dr * c.hermite(c.dcoef, e, f);
+                if (!ghost)
+                    dt = dr * c.hermite(c.dcoef, e, f);
             } else {
                 r = c.weight(e);
-                shared_at<REAL>(dr_out + e * c.r_stride) = dr;
+                if (!ghost)
+                    shared_at<REAL>(dr_out + e * c.r_stride) = dr;
             }
             const REAL fr = flip * r;
 #pragma unroll
             for (int m1 = 0; m1 < T::D1; m1++)
                 dxacc[m1] += fr * dxr[m1];
+            if (!ghost) {
 #pragma unroll
-            for (int m2 = 0; m2 < T::D2; m2++)
-                v[m2] *= r;
+                for (int m2 = 0; m2 < T::D2; m2++)
+                    v[m2] *= r;
+            }
         }
         /* dE/dY (and dE/dt) of this edge: summed over the warp (fixed order) */
-        warp_sum_dy<T::D2, TAB>(v, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
-                                dt_out + e * dyw_ld * (int)sizeof(REAL));
+        if (!ghost)
+            warp_sum_dy<T::D2, TAB>(v, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
+                                    dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
         flush_sums<T::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first, dxacc);

@@ -186,23 +186,33 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
             for (int m = 0; m < T::D1; m++)
                 dxr[m] = 0;
             T::bwd(x, y + GL::y_off(k), g + GL::acc_off(k), gj, v, dxr);
+            /* The ghost pass wants only dE/dh1: its receivers' message gradients are the zero
+             * row, so dE/dY and dE/dt would be zeros. ghost is known at compile time where
+             * this is inlined (the kernel's GHOST), so v's arithmetic, the dw/dt coefficients
+             * and the warp sum go from that kernel. */
             REAL dr = 0;
+            if (!ghost) {
 #pragma unroll
-            for (int m = 0; m < T::D2; m++)
-                dr += y[GL::y_off(k) + m] * v[m];
+                for (int m = 0; m < T::D2; m++)
+                    dr += y[GL::y_off(k) + m] * v[m];
+            }
             const REAL r = hermite_dot(h, f);
-            dt += dr * hermite_dot(hd, f);
+            if (!ghost)
+                dt += dr * hermite_dot(hd, f);
             /* the reverse edge's Y_l2(-r) = (-1)^l2 Y_l2(r); a ghost's edge is used as is */
             const REAL fr = (Gr::L2[k] & 1) && !ghost ? -r : r;
 #pragma unroll
             for (int m = 0; m < T::D1; m++)
                 dxacc[m] += fr * dxr[m];
+            if (!ghost) {
 #pragma unroll
-            for (int m = 0; m < T::D2; m++)
-                vy[GL::y_off(k) + m] += r * v[m];
+                for (int m = 0; m < T::D2; m++)
+                    vy[GL::y_off(k) + m] += r * v[m];
+            }
         });
-        warp_sum_dy<GL::NY, true>(vy, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
-                            dt_out + e * dyw_ld * (int)sizeof(REAL));
+        if (!ghost)
+            warp_sum_dy<GL::NY, true>(vy, dt, lane, dy_out + e * dyw_ld * (int)sizeof(REAL),
+                                      dt_out + e * dyw_ld * (int)sizeof(REAL));
     }
     if (cur >= 0 && active && need_dx)
         flush_sums<GL::D1>(dxpart + (int64_t)(cur - ca.dx_row0) * dx_stride + dx_off, dx_mul, first, dxacc);
