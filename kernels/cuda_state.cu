@@ -292,7 +292,8 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     };
     s->dx_slots = slots((nl + kNB - 1) / kNB);
     s->dx_slots_ghost = slots((na - nl + kGhostNB - 1) / kGhostNB);
-    const size_t dx_rows = std::max((size_t)s->dx_slots * kNB, (size_t)s->dx_slots_ghost * kGhostNB);
+    const size_t dx_rows =
+        std::max((size_t)s->dx_slots * kNB, (size_t)s->dx_slots_ghost * kGhostNB);
     FNQ_CHECK(v(s->dxpart, dx_rows * dx_dim, "sender-feature gradients"));
     FNQ_CHECK(v(s->dx_busy, (size_t)std::max(s->dx_slots, s->dx_slots_ghost),
                 "sender-feature gradients"));
