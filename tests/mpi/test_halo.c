@@ -16,7 +16,8 @@
  * atoms onto them (ghost_owner, those ghosts FNQ_HALO_NO_ROW in the plan), as LAMMPS ranks do. Run with OMP_NUM_THREADS=1 (the threads are the domains).
  * With `--device cuda` (label gpu) the model checks run on the GPU against the GPU's single
  * domain: the rows are the device rows of fnq_ctx_set_device_comm, copied to the host for the
- * in-memory transport and back (exit 77 without a GPU).
+ * in-memory transport and back (exit 77 without a GPU). `--one-case` runs one model case only
+ * (for the sanitizers).
  */
 #include <pthread.h>
 #ifdef FNQ_TEST_CUDA
@@ -784,16 +785,44 @@ static void check_model(const struct fnq_model *m, const struct test_structure *
     decomposition_free(&dc);
 }
 
+/* `--one-case`: 2 slabs of the 64-atom cell in float32, ghosts exchanged (no fold), against the
+ * single domain: the GHOST-mode backward pass and the exchange callbacks once, small enough for
+ * compute-sanitizer racecheck (~50x slower), which does not finish the full list in 10 minutes */
+static void check_one_case(const struct fnq_model *m)
+{
+    struct test_structure s;
+    struct result ref32, got;
+    test_diamond(&s, m, 2, 0.1);
+    reference(m, &s, FNQ_DTYPE_F32, &ref32);
+    struct decomposition dc;
+    decompose(&s, 2, SLAB_X, fnq_model_cutoff(m) + SKIN, &dc);
+    describe("2 domain(s), slabs along x", &dc);
+    run_model(m, &dc, FNQ_DTYPE_F32, 0, &got);
+    compare("2 domain(s), slabs along x", &got, &ref32, s.n, FNQ_DTYPE_F32);
+    result_free(&got), result_free(&ref32);
+    decomposition_free(&dc);
+    test_structure_free(&s);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 3 && !strcmp(argv[1], "--device") && !strcmp(argv[2], "cuda")) {
+    int one_case = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--one-case")) {
+            one_case = 1;
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) {
+            i++;
 #ifdef FNQ_TEST_CUDA
-        test_require_gpu();
-        model_device = FNQ_DEVICE_CUDA;
+            test_require_gpu();
+            model_device = FNQ_DEVICE_CUDA;
 #else
-        printf("SKIP: built without CUDA\n");
-        return 77;
+            printf("SKIP: built without CUDA\n");
+            return 77;
 #endif
+        } else {
+            fprintf(stderr, "usage: %s [--device cuda] [--one-case]\n", argv[0]);
+            return 2;
+        }
     }
     printf("domains on %s\n", fnq_device_name(model_device));
     /* ---- the plan and the exchange, no model ---- */
@@ -813,6 +842,11 @@ int main(int argc, char **argv)
     struct fnq_model *m = test_load_model("nequix-mp-1");
     printf("nequix-mp-1: cutoff %g A, %d layers, skin %g A\n", fnq_model_cutoff(m),
            fnq_model_num_layers(m), SKIN);
+    if (one_case) {
+        check_one_case(m);
+        fnq_model_free(m);
+        return test_finish("mpi_halo (one case)");
+    }
 
     struct test_structure s;
     struct result ref64, ref32;
