@@ -138,6 +138,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.dx_busy = s->dx_busy.p;
         b.dx_slots = s->dx_slots;
+        b.dx_slots_ghost = s->dx_slots_ghost;
         b.recv_start = s->recv_start.p;
         b.edge_send = s->edge_send.p;
         b.species = s->species.p;
@@ -170,9 +171,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
         s->launches_model++;
         if (l > 0 && ghosts) {
-            BackwardArgs<REAL> g = b;
-            g.dx_slots = s->dx_slots_ghost;
-            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(g, s->smem_bwd, s->stream));
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }

@@ -270,12 +270,13 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         const int n = (int)min((int64_t)lay.EC, ee - e0);
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
-        REAL *sB = TAB ? nullptr : (REAL *)(smem + lay.off_act[0]);
-        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat,
-                                  GHOST ? a.send_edges : nullptr, e0, n, np, sY, sB, lay.ld[0]);
-        if (TAB)
-            stage_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last,
-                                    GHOST ? a.send_edges : nullptr, e0, n, sKnot, sC, sDC);
+        const int64_t *index = GHOST ? a.send_edges : nullptr;
+        if constexpr (TAB)
+            stage_table_edges<REAL>(a.edge_feat, lay.nsh, index, e0, n, sY, sKnot, 4 * L.ld_last,
+                                    [&](int k, REAL t) { hermite_coefs(t, sC + 4 * k, sDC + 4 * k); });
+        else
+            stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, index, e0, n, np, sY,
+                                      (REAL *)(smem + lay.off_act[0]), lay.ld[0]);
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
             sSrc[k] = staged_sender(a, GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e]);
@@ -293,7 +294,7 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
             const int q = (warp % kNB) * PER_WARP, parity = warp / kNB;
             if (q < nb) {
                 ca.e_first = (int)(max(start[r0 + q], e0) - e0);
-                ca.n = (int)(min(start[r0 + (GHOST ? min(q + PER_WARP, nb) : q + 1)], e0 + n) - e0);
+                ca.n = (int)(min(start[r0 + min(q + PER_WARP, nb)], e0 + n) - e0);
             } else {
                 ca.e_first = ca.n = 0;
             }
@@ -357,14 +358,25 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         if (!GHOST && TAB) {
             /* dE/dY and dE/dt per edge: the two task parities' rows summed, added to the
              * edge's row of edge_ggeo */
-            const int nf = lay.nsh + 2;
-            for (int idx = threadIdx.x; idx < n * nf; idx += blockDim.x) {
-                const int k = idx / nf, q = idx - k * nf;
-                double v = 0.0;
-                if (q < lay.nsh1)
-                    v = (double)(sDYw[(k * 2) * lay.nsh1 + q] + sDYw[(k * 2 + 1) * lay.nsh1 + q]);
-                double *gg = a.edge_ggeo + (e0 + k) * nf + q;
-                *gg = a.first_ggeo ? v : *gg + v;
+            const int nf = lay.nsh + 2, total = n * nf;
+            double *gg = a.edge_ggeo + e0 * nf;
+            for (int base = threadIdx.x; base < total; base += kStageBatch * blockDim.x) {
+                double old[kStageBatch] = {}; /* loaded together: several in flight */
+#pragma unroll
+                for (int j = 0; j < kStageBatch; j++)
+                    if (!a.first_ggeo && base + j * blockDim.x < total)
+                        old[j] = gg[base + j * blockDim.x];
+#pragma unroll
+                for (int j = 0; j < kStageBatch; j++) {
+                    const int idx = base + j * blockDim.x, k = idx / nf, q = idx - k * nf;
+                    if (idx >= total)
+                        break;
+                    double v = 0.0;
+                    if (q < lay.nsh1)
+                        v = (double)(sDYw[(k * 2) * lay.nsh1 + q] +
+                                     sDYw[(k * 2 + 1) * lay.nsh1 + q]);
+                    gg[idx] = a.first_ggeo ? v : old[j] + v;
+                }
             }
         } else if (!GHOST && !TAB && !(a.skip & kSkipEdgeGrad)) {
         /* dE/dY per edge: the warps' rows summed in warp order (into sY, no longer needed) */
@@ -455,9 +467,10 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
         /* told to the block through the first word of shared memory, before the layer uses
          * it (static shared memory would cost the second block per multiprocessor) */
         if (threadIdx.x == 0) {
-            int k = blockIdx.x % a.dx_slots;
+            const int slots = GHOST ? a.dx_slots_ghost : a.dx_slots;
+            int k = blockIdx.x % slots;
             while (atomicCAS(a.dx_busy + k, 0, 1) != 0)
-                k = k + 1 == a.dx_slots ? 0 : k + 1;
+                k = k + 1 == slots ? 0 : k + 1;
             *(int *)smem = k;
         }
         __syncthreads();

@@ -39,12 +39,13 @@ template <typename REAL> struct BackwardArgs {
     int first_ggeo;    /* the first backward layer writes edge_ggeo instead of adding */
     /* per-path sender-feature gradients of a block's atoms, [kNB][dx_stride] per slot
      * ([kGhostNB][dx_stride] in the ghost-sender pass): a block holds one of dx_slots slots
-     * while it runs (dx_busy[slot] = 1), so the scratch is sized by the blocks that can run at
-     * once, not by the atoms (bench/NOTES.md, memory) */
+     * while it runs (dx_busy[slot] = 1; dx_slots_ghost in the ghost-sender pass), so the
+     * scratch is sized by the blocks that can run at once, not by the atoms (bench/NOTES.md,
+     * memory) */
     REAL *dxpart;
     int dx_stride;
     int *dx_busy;
-    int dx_slots;
+    int dx_slots, dx_slots_ghost;
     REAL *dh1;         /* [n_all][L.in.dim] dE/dh1 (when not fused, and for ghosts) */
     /* epilogue: dE/d(layer input) -> node backward of the layer below */
     const REAL *gpart_in; /* [n_local][W] self-connection and resnet part of dE/d(input) */

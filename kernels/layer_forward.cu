@@ -108,12 +108,14 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
         /* geometry (precomputed per edge); rows n..np-1 are zero so the GEMMs see zero padding */
-        REAL *sB = TAB ? nullptr : (REAL *)(smem + lay.off_act[0]);
-        stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY, sB,
-                                  lay.ld[0]);
-        if (TAB)
-            stage_forward_table_coefs<REAL>(a.edge_feat, lay.nsh, L.ld_last,
-                                            (REAL)L.rtab_ab_unit, e0, n, sKnot, sC);
+        if constexpr (TAB) {
+            const REAL ab_unit = (REAL)L.rtab_ab_unit;
+            stage_table_edges<REAL>(a.edge_feat, lay.nsh, nullptr, e0, n, sY, sKnot, L.ld_last,
+                                    [&](int k, REAL t) { forward_table_coefs(t, ab_unit, sC + 4 * k); });
+        } else {
+            stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY,
+                                      (REAL *)(smem + lay.off_act[0]), lay.ld[0]);
+        }
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             sSrc[k] = staged_sender(a, (int)a.edge_send[e0 + k]);
             const int i = (int)a.edge_recv[e0 + k];
