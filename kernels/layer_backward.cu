@@ -271,12 +271,14 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         const int np = (n + 15) / 16 * 16;
         __syncthreads();
         const int64_t *index = GHOST ? a.send_edges : nullptr;
-        if constexpr (TAB)
+        if constexpr (TAB) {
+            auto coefs = [&](int k, REAL t) { hermite_coefs(t, sC + 4 * k, sDC + 4 * k); };
             stage_table_edges<REAL>(a.edge_feat, lay.nsh, index, e0, n, sY, sKnot, 4 * L.ld_last,
-                                    [&](int k, REAL t) { hermite_coefs(t, sC + 4 * k, sDC + 4 * k); });
-        else
+                                    coefs);
+        } else {
             stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, index, e0, n, np, sY,
                                       (REAL *)(smem + lay.off_act[0]), lay.ld[0]);
+        }
         for (int k = threadIdx.x; k < n; k += blockDim.x) {
             const int64_t e = GHOST ? a.send_edges[e0 + k] : e0 + k;
             sSrc[k] = staged_sender(a, GHOST ? (int)a.edge_recv[e] : (int)a.edge_send[e]);

@@ -110,8 +110,9 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         /* geometry (precomputed per edge); rows n..np-1 are zero so the GEMMs see zero padding */
         if constexpr (TAB) {
             const REAL ab_unit = (REAL)L.rtab_ab_unit;
+            auto coefs = [&](int k, REAL t) { forward_table_coefs(t, ab_unit, sC + 4 * k); };
             stage_table_edges<REAL>(a.edge_feat, lay.nsh, nullptr, e0, n, sY, sKnot, L.ld_last,
-                                    [&](int k, REAL t) { forward_table_coefs(t, ab_unit, sC + 4 * k); });
+                                    coefs);
         } else {
             stage_edge_features<REAL>(a.edge_feat, lay.nsh, a.geo.n_rfeat, nullptr, e0, n, np, sY,
                                       (REAL *)(smem + lay.off_act[0]), lay.ld[0]);
