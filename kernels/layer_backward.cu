@@ -292,16 +292,25 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         if constexpr (TAB) {
             /* warp = (atom q, task parity), as in the forward kernel (in the ghost pass q is
              * PER_WARP consecutive ghosts); the two parities' dE/dY rows of each edge are
-             * summed after the passes */
+             * summed after the passes. Layer 0 has no dE/dh1, only rows per edge, so there an
+             * atom's two warps split its edges and each runs every unit (nequix-mp-1's layer
+             * 0 has 3 units: split 2:1, one warp waited for the other). */
             const int q = (warp % kNB) * PER_WARP, parity = warp / kNB;
+            const bool by_edges = !GHOST && !need_dx;
             if (q < nb) {
                 ca.e_first = (int)(max(start[r0 + q], e0) - e0);
                 ca.n = (int)(min(start[r0 + min(q + PER_WARP, nb)], e0 + n) - e0);
+                if (by_edges) {
+                    const int mid = ca.e_first + (ca.n - ca.e_first + 1) / 2;
+                    (parity ? ca.e_first : ca.n) = mid;
+                }
             } else {
                 ca.e_first = ca.n = 0;
             }
             const uint32_t dyw = shared_offset(sDYw + parity * lay.nsh1);
-            for (int unit = parity; unit < L.n_units && !(a.skip & kSkipColumns); unit += 2) {
+            const int first_unit = by_edges ? 0 : parity, unit_step = by_edges ? 1 : 2;
+            for (int unit = first_unit; unit < L.n_units && !(a.skip & kSkipColumns);
+                 unit += unit_step) {
                 const int4 un = L.units[unit], tk = L.utasks[un.x];
                 if (un.z >= 0)
                     group_backward_dispatch<REAL>(un.z, ca, L.paths, L.utasks + un.x,
