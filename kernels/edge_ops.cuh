@@ -125,15 +125,15 @@ __device__ __forceinline__ double radial_basis_fn(const Geometry &g, double d, i
 /* Stage the edges [e0, e0 + n) of a super-chunk (edge numbers through `index` when given) from
  * the per-edge features (edge_geometry.cu: feat rows of nsh spherical harmonics, then n_basis
  * basis values): spherical harmonics into sY[k * nsh ..] (unless sY is null), the basis into
- * sB[k * ld0 ..] (unless sB is null), zero past n_basis and in the padding rows n..np-1, so the
- * GEMMs see zero padding. */
+ * sB[k * ld0 ..], zero past n_basis and in the padding rows n..np-1, so the GEMMs see zero
+ * padding. */
 template <typename REAL>
 __device__ __forceinline__ void stage_edge_features(const REAL *feat, int nsh, int n_basis,
                                                     const int64_t *index, int64_t e0, int n,
                                                     int np, REAL *sY, REAL *sB, int ld0)
 {
     const int nf = nsh + n_basis;
-    for (int idx = threadIdx.x; sB && idx < np * ld0; idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < np * ld0; idx += blockDim.x) {
         const int k = idx / ld0, q = idx - k * ld0;
         REAL v = REAL(0);
         if (k < n && q < n_basis) {
