@@ -98,7 +98,10 @@ template <typename REAL> void state_free(State<REAL> *s)
 }
 
 /* Edges per super-chunk of the layer kernels and their shared memory: the largest chunks
- * (multiples of 16 edges) that leave room for two blocks per multiprocessor, or at least fit */
+ * (multiples of 16 edges) that leave room for the blocks per multiprocessor the kernels are
+ * built for, or at least fit. s->node_gemm is decided before. (A float32 model with tables on
+ * some layers only sizes for two forward blocks; its table layers' kernels then have three
+ * blocks' registers and two blocks' room: correct, a little slower.) */
 template <typename REAL>
 static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int smem_per_sm,
                                         int smem_reserved)
@@ -117,31 +120,39 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
     s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
     for (int r = 0; r <= dm.n_readout; r++)
         s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
+    /* with the node GEMMs the layer kernels do the edges only: no epilogue scratch */
+    const bool epilogue = !s->node_gemm;
+    bool all_tables = true;
+    for (int l = 0; l < dm.n_layers; l++)
+        all_tables &= dm.layers[l].rtab != nullptr;
     auto fwd_bytes = [&](int ec) {
         size_t w = 0;
         for (int l = 0; l < dm.n_layers; l++)
-            w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->epi_len));
+            w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->epi_len,
+                                                     epilogue));
         return w;
     };
     auto bwd_bytes = [&](int ec) {
         size_t w = 0;
         for (int l = 0; l < dm.n_layers; l++)
             w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l], dm.layers[l > 0 ? l - 1 : 0],
-                                                      dm.geo.lmax, ec, s->epi_len));
+                                                      dm.geo.lmax, ec, s->epi_len, epilogue));
         return w;
     };
-    /* two blocks share a multiprocessor's shared memory, each with what the system reserves
-     * per block (bench/NOTES.md: two blocks per SM pay off for 64-edge forward chunks) */
-    const size_t two =
-        std::min((size_t)smem_limit, (size_t)(smem_per_sm / 2 - smem_reserved));
-    auto largest_fitting = [&](auto bytes) {
+    /* the blocks the kernels are built for share a multiprocessor's shared memory, each with
+     * what the system reserves per block (bench/NOTES.md: two blocks per SM pay off for 64-edge
+     * forward chunks; v18: three for the forward's table mode without the epilogue) */
+    auto largest_fitting = [&](auto bytes, int blocks) {
+        const size_t share =
+            std::min((size_t)smem_limit, (size_t)(smem_per_sm / blocks - smem_reserved));
         for (int ec = 256; ec >= 16; ec -= 16) /* > 64 fits in table mode only */
-            if (bytes(ec) <= two)
+            if (bytes(ec) <= share)
                 return ec;
         return 16;
     };
-    s->EC_fwd = s->opt.ec_fwd ? s->opt.ec_fwd : largest_fitting(fwd_bytes);
-    s->EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes);
+    const int fwd_blocks = forward_blocks_per_sm<REAL>(all_tables, s->node_gemm);
+    s->EC_fwd = s->opt.ec_fwd ? s->opt.ec_fwd : largest_fitting(fwd_bytes, fwd_blocks);
+    s->EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes, 2);
     s->smem_fwd = fwd_bytes(s->EC_fwd);
     s->smem_bwd = bwd_bytes(s->EC_bwd);
     if (s->opt.verbose)
@@ -212,9 +223,9 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
         cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
                                device_id);
         cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
-        st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
         s->node_gemm = s->opt.node_gemm && node_gemm_suits(s->dm);
-        if (s->node_gemm) {
+        st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
+        if (st == FNQ_STATUS_OK && s->node_gemm) {
             const cudaError_t e = node_gemm_configure<REAL>(s->epi_len);
             if (e != cudaSuccess)
                 st = fnq__fail(FNQ_STATUS_DEVICE, "configuring the node kernels: %s",

@@ -513,11 +513,11 @@ __global__ void __launch_bounds__(kThreads) backward_epilogue_kernel(BackwardArg
 
 template <typename REAL>
 size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lmax, int EC,
-                           int epi_len)
+                           int epi_len, bool epilogue)
 {
     BwdLayout<REAL> lay;
     lay.init(L, prev, lmax, EC, epi_len);
-    return lay.bytes();
+    return epilogue ? lay.bytes() : lay.edge_bytes + 32;
 }
 
 template <typename REAL> cudaError_t backward_configure(size_t smem)
@@ -574,7 +574,7 @@ cudaError_t backward_epilogue_launch(const BackwardArgs<REAL> &a, size_t smem, c
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template size_t backward_smem_bytes<REAL>(const Layer<REAL> &, const Layer<REAL> &, int, int, \
-                                              int);                                             \
+                                              int, bool);                                       \
     template cudaError_t backward_configure<REAL>(size_t);                                      \
     template cudaError_t layer_backward_launch<REAL>(const BackwardArgs<REAL> &, size_t,        \
                                                      cudaStream_t);                             \

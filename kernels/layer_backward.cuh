@@ -58,9 +58,10 @@ template <typename REAL> struct BackwardArgs {
     int skip; /* measurement only (FNQ_SKIP, bench/NOTES.md): stages left out, kSkip* bits */
 };
 
+/* epilogue: the node backward runs in these kernels (no node GEMMs), so its scratch is counted */
 template <typename REAL>
 size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lmax, int EC,
-                           int epi_len);
+                           int epi_len, bool epilogue);
 template <typename REAL> cudaError_t backward_configure(size_t smem);
 template <typename REAL>
 cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream);

@@ -15,6 +15,7 @@
  * Radial table mode (float32 default): no MLP and no rounds; warp (atom q, parity) runs every
  * other unit (a path group, tp_group.cuh, or one path's column task) over atom q's edges, each
  * lane interpolating its weights from the layer's table (radial_table.cuh).
+ * SPLIT (node GEMMs, node_gemm.cu): the kernel stops after writing A, without the epilogue.
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"
@@ -76,8 +77,9 @@ template <typename REAL> struct FwdLayout {
 
 /* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its units
  * (Layer::units) over one atom's edges on its own, weights from the table */
-template <typename REAL, bool TAB>
-__global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<REAL> a)
+template <typename REAL, bool TAB, bool SPLIT>
+__global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPLIT))
+    layer_forward_kernel(ForwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
     const Layer<REAL> &L = a.L;
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
         if (a.recv_start[r0 + q] == a.recv_start[r0 + q + 1])
             for (int k = threadIdx.x; k < L.mid.dim; k += blockDim.x)
                 a.A[(int64_t)(r0 + q) * a.a_stride + k] = 0;
-    if (a.node_split)
+    if constexpr (SPLIT)
         return;
     __syncthreads();
 
@@ -273,21 +275,26 @@ __global__ void __launch_bounds__(kThreads, 2) layer_forward_kernel(ForwardArgs<
 }
 
 template <typename REAL>
-size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len)
+size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len, bool epilogue)
 {
     FwdLayout<REAL> lay;
     lay.init(L, lmax, EC, epi_len);
-    return lay.bytes();
+    return epilogue ? lay.bytes() : lay.edge_bytes + 32;
 }
 
 template <typename REAL> cudaError_t forward_configure(size_t smem)
 {
-    cudaError_t e = cudaFuncSetAttribute(layer_forward_kernel<REAL, false>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(layer_forward_kernel<REAL, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    return e;
+    const void *kernels[] = {(const void *)layer_forward_kernel<REAL, false, false>,
+                             (const void *)layer_forward_kernel<REAL, true, false>,
+                             (const void *)layer_forward_kernel<REAL, false, true>,
+                             (const void *)layer_forward_kernel<REAL, true, true>};
+    for (const void *k : kernels) {
+        const cudaError_t e =
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
 }
 
 template <typename REAL>
@@ -296,15 +303,16 @@ cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaSt
     const int blocks = (a.n_local + kNB - 1) / kNB;
     if (blocks == 0)
         return cudaSuccess;
-    if (a.L.rtab)
-        layer_forward_kernel<REAL, true><<<blocks, kThreads, smem, stream>>>(a);
-    else
-        layer_forward_kernel<REAL, false><<<blocks, kThreads, smem, stream>>>(a);
+    auto kernel = a.L.rtab ? (a.node_split ? layer_forward_kernel<REAL, true, true>
+                                           : layer_forward_kernel<REAL, true, false>)
+                           : (a.node_split ? layer_forward_kernel<REAL, false, true>
+                                           : layer_forward_kernel<REAL, false, false>);
+    kernel<<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
-template size_t forward_smem_bytes<float>(const Layer<float> &, int, int, int);
-template size_t forward_smem_bytes<double>(const Layer<double> &, int, int, int);
+template size_t forward_smem_bytes<float>(const Layer<float> &, int, int, int, bool);
+template size_t forward_smem_bytes<double>(const Layer<double> &, int, int, int, bool);
 template cudaError_t forward_configure<float>(size_t);
 template cudaError_t forward_configure<double>(size_t);
 template cudaError_t layer_forward_launch<float>(const ForwardArgs<float> &, size_t, cudaStream_t);

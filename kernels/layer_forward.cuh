@@ -66,7 +66,18 @@ __device__ void readout_energies(const ForwardArgs<REAL> &a, const int *t, int n
     __syncthreads();
 }
 
-template <typename REAL> size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len);
+/* Blocks per multiprocessor a forward kernel is built for. Without the node epilogue (the node
+ * GEMMs do it) the float32 table-mode kernel needs little shared memory and runs three: 80
+ * registers, a few spills, and more warps to hide its gathers' latency (bench/NOTES.md v18);
+ * the others run two (128 registers). */
+template <typename REAL> constexpr int forward_blocks_per_sm(bool table, bool split)
+{
+    return sizeof(REAL) == 4 && table && split ? 3 : 2;
+}
+
+/* epilogue: the node epilogue runs in the kernel (no node GEMMs), so its scratch is counted */
+template <typename REAL>
+size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len, bool epilogue);
 template <typename REAL> cudaError_t forward_configure(size_t smem);
 template <typename REAL>
 cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaStream_t stream);
