@@ -27,6 +27,7 @@
 #include "node_ops.cuh"
 #include "radial_mlp.cuh"
 #include "radial_table.cuh"
+#include "smem_config.cuh"
 #include "tp_column.cuh"
 #include "tp_group.cuh"
 
@@ -527,13 +528,7 @@ template <typename REAL> cudaError_t backward_configure(size_t smem)
                              (const void *)layer_backward_kernel<REAL, false, true>,
                              (const void *)layer_backward_kernel<REAL, true, true>,
                              (const void *)backward_epilogue_kernel<REAL>};
-    for (const void *k : kernels) {
-        const cudaError_t e =
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess)
-            return e;
-    }
-    return cudaSuccess;
+    return allow_dynamic_smem(kernels, smem);
 }
 
 template <typename REAL>

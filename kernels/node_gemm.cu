@@ -8,6 +8,7 @@
 
 #include "node_gemm.cuh"
 #include "node_ops.cuh"
+#include "smem_config.cuh"
 
 namespace fnqcu {
 
@@ -377,14 +378,10 @@ __global__ void __launch_bounds__(kThreads) node_backward_kernel(const __grid_co
 template <typename REAL> cudaError_t node_gemm_configure(int epi_len)
 {
     /* the last layer's kernel has the most vectors, each at most epi_len long */
-    const int smem = (int)node_smem<REAL>(epi_len, 4);
-    const cudaFuncAttribute max = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaError_t e = cudaFuncSetAttribute(node_forward_kernel<REAL>, max, smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(node_last_kernel<REAL>, max, smem);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(node_backward_kernel<REAL>, max, smem);
-    return e;
+    const void *kernels[] = {(const void *)node_forward_kernel<REAL>,
+                             (const void *)node_last_kernel<REAL>,
+                             (const void *)node_backward_kernel<REAL>};
+    return allow_dynamic_smem(kernels, node_smem<REAL>(epi_len, 4));
 }
 
 /* a per-atom node kernel on NB atoms per block, with `smem` bytes of dynamic shared memory
