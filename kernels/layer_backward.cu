@@ -141,7 +141,12 @@ template <typename REAL> struct BwdLayout {
         epi_bytes = o;
         (void)Pv;
     }
-    __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
+    /* shared memory per block: the edge area, or its union with the epilogue's scratch where
+     * the kernel runs the node epilogue itself (no node GEMMs) */
+    __host__ __device__ size_t bytes(bool epilogue) const
+    {
+        return (epilogue && epi_bytes > edge_bytes ? epi_bytes : edge_bytes) + 32;
+    }
 };
 
 /* dE/dh1 of atoms [r0, r0+nb) in input-irreps layout, summed over the paths of each input block
@@ -518,7 +523,7 @@ size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lm
 {
     BwdLayout<REAL> lay;
     lay.init(L, prev, lmax, EC, epi_len);
-    return epilogue ? lay.bytes() : lay.edge_bytes + 32;
+    return lay.bytes(epilogue);
 }
 
 template <typename REAL> cudaError_t backward_configure(size_t smem)

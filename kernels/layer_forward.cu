@@ -73,7 +73,12 @@ template <typename REAL> struct FwdLayout {
         off_red = take(sizeof(double) * kNB * kThreads);
         epi_bytes = o;
     }
-    __host__ __device__ size_t bytes() const { return (edge_bytes > epi_bytes ? edge_bytes : epi_bytes) + 32; }
+    /* shared memory per block: the edge area, or its union with the epilogue's scratch where
+     * the kernel runs the node epilogue itself (no node GEMMs) */
+    __host__ __device__ size_t bytes(bool epilogue) const
+    {
+        return (epilogue && epi_bytes > edge_bytes ? epi_bytes : edge_bytes) + 32;
+    }
 };
 
 /* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its units
@@ -280,7 +285,7 @@ size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len, b
 {
     FwdLayout<REAL> lay;
     lay.init(L, lmax, EC, epi_len);
-    return epilogue ? lay.bytes() : lay.edge_bytes + 32;
+    return lay.bytes(epilogue);
 }
 
 template <typename REAL> cudaError_t forward_configure(size_t smem)
