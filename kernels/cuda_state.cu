@@ -192,6 +192,22 @@ static enum fnq_status upload_model(State<REAL> *s, const struct fnq_model *m)
     return st;
 }
 
+/* cudaGetDeviceCount's failure in words a user can act on: the runtime's own text for a
+ * machine without a driver is "CUDA driver version is insufficient for CUDA runtime version" */
+static const char *why_no_gpu(cudaError_t err)
+{
+    switch (err) {
+    case cudaSuccess:
+    case cudaErrorNoDevice:
+        return "the NVIDIA driver reports no GPU on this machine";
+    case cudaErrorInsufficientDriver:
+        return "this machine has no NVIDIA driver, or one older than the CUDA runtime this "
+               "library was built with needs";
+    default:
+        return cudaGetErrorString(err);
+    }
+}
+
 template <typename REAL>
 enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
                            const struct fnq_options *opt, State<REAL> **out)
@@ -200,8 +216,10 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
     cudaError_t err = cudaGetDeviceCount(&n_dev);
     if (err != cudaSuccess || n_dev == 0) {
         cudaGetLastError();
-        return fnq__fail(FNQ_STATUS_DEVICE, "no CUDA device available (%s)",
-                         err == cudaSuccess ? "none found" : cudaGetErrorString(err));
+        return fnq__fail(FNQ_STATUS_DEVICE,
+                         "no usable GPU: %s; run on the CPU instead (device cpu, or auto, which "
+                         "falls back to the CPU)",
+                         why_no_gpu(err));
     }
     if (device_id < 0 || device_id >= n_dev)
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "CUDA device %d requested, %d present (0..%d)",

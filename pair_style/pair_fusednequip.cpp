@@ -13,6 +13,7 @@
 #include "comm.h"
 #include "error.h"
 #include "force.h"
+#include "group.h"
 #include "lammps_api.h"
 #include "library.h"
 #include "memory.h"
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +65,13 @@ struct FusedNequipImpl {
   std::vector<int64_t> ghost_index;
 
   std::vector<int32_t> type_species;    // [ntypes+1]: model species index of each atom type
+
+  // pair_style max_neighbors / min_distance (-1: the library's defaults)
+  long long max_neighbors = -1;
+  double min_distance = -1.0;
+  // the neighbour list's settings are audited at the first step after each init: by then
+  // pair hybrid, neigh_modify and special_bonds have said which pairs it leaves out
+  bool list_audited = false;
 
   // per-step buffers, kept between steps
   std::vector<int32_t> species;
@@ -162,6 +171,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
 {
   ev_init(eflag, vflag);
   FusedNequipImpl &d = *impl;
+  if (!d.list_audited) audit_neighbor_list();
   using clock = std::chrono::steady_clock;
   const clock::time_point t0 = clock::now();
   const int nlocal = atom->nlocal;
@@ -182,14 +192,25 @@ void PairFusedNequip::compute(int eflag, int vflag)
     d.edge_recv.resize(n_pairs);
     d.edge_send.resize(n_pairs);
     size_t q = 0;
+    bool stale = false;
     for (int ii = 0; ii < list->inum; ii++) {
       const int i = list->ilist[ii];
       const int *jlist = list->firstneigh[i];
+      stale |= i >= nlocal;
       for (int jj = 0; jj < list->numneigh[i]; jj++, q++) {
         d.edge_recv[q] = i;
         d.edge_send[q] = jlist[jj] & NEIGHMASK;
+        stale |= d.edge_send[q] >= nall;
       }
     }
+    // atoms migrated or were deleted since LAMMPS built the list, which it did not rebuild
+    if (stale)
+      stop_on_this_rank(
+          "Pair fusednequip: the neighbour list is stale: it names atoms this rank no longer "
+          "has (" + std::to_string(nlocal) + " owned, " + std::to_string(nall - nlocal) +
+          " ghosts now). Atoms were moved or the box changed (change_box, displace_atoms, "
+          "delete_atoms, ...) and the run started with 'pre no': use 'run N pre yes' there, "
+          "which rebuilds the list");
     d.listed_nall = nall;
     d.listed_nlocal = nlocal;
   }
@@ -253,7 +274,7 @@ void PairFusedNequip::compute(int eflag, int vflag)
   d.pairs_sent = status == FNQ_STATUS_OK;
   if (status != FNQ_STATUS_OK)
     stop_on_this_rank("Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
-                      fnq_last_error() + error_atom_ids(nall));
+                      error_with_atom_ids(nall));
   const clock::time_point t2 = clock::now();
 
   // with an owner map the library has folded the ghosts' forces onto their owners (ghost rows
@@ -296,23 +317,39 @@ void PairFusedNequip::compute(int eflag, int vflag)
 }
 
 /* ----------------------------------------------------------------------
-   the atoms the library's last error is about, as this rank's indices
-   (owned, then ghosts): say which LAMMPS atom IDs those are, e.g.
-   " (rank-local atom 0 = atom ID 1, rank-local atom 8 = atom ID 9)"
+   the library's last error for a LAMMPS user: led by the atom IDs it is about (the library
+   names atoms by this rank's indices, owned then ghosts), and with the pair_style keyword
+   where the library names its C setter, e.g.
+   "atom IDs 1 and 9 (9 as a ghost image): atoms 0 and 8 are 0.05 A apart, ...
+    (atoms 0 and 8 are indices on this rank)"
 ------------------------------------------------------------------------- */
 
-std::string PairFusedNequip::error_atom_ids(int nall)
+std::string PairFusedNequip::error_with_atom_ids(int nall)
 {
+  std::string message = fnq_last_error();
+  static const std::pair<const char *, const char *> keywords[] = {
+      {"fnq_ctx_set_max_neighbors", "the pair_style fusednequip keyword max_neighbors"},
+      {"fnq_ctx_set_min_distance", "the pair_style fusednequip keyword min_distance"}};
+  for (const auto &k : keywords) {
+    const size_t at = message.find(k.first);
+    if (at != std::string::npos) message.replace(at, strlen(k.first), k.second);
+  }
+
   int64_t index[2];
   const int n = std::min(fnq_last_error_atoms(index, 2), 2);
-  std::string ids;
+  std::string ids, indices, ghosts;
   for (int k = 0; k < n; k++) {
     if (index[k] < 0 || index[k] >= nall) continue;
-    ids += (ids.empty() ? "" : ", ") + std::string("rank-local atom ") +
-        std::to_string(index[k]) + " = atom ID " + std::to_string((long) atom->tag[index[k]]) +
-        (index[k] >= atom->nlocal ? " (a ghost image)" : "");
+    const std::string id = std::to_string((long) atom->tag[index[k]]);
+    ids += (ids.empty() ? "" : " and ") + id;
+    indices += (indices.empty() ? "" : " and ") + std::to_string(index[k]);
+    if (index[k] >= atom->nlocal) ghosts += (ghosts.empty() ? "" : ", ") + id;
   }
-  return ids.empty() ? "" : " (" + ids + ")";
+  if (ids.empty()) return message;
+  const bool two = ids.find(" and ") != std::string::npos;
+  return std::string(two ? "atom IDs " : "atom ID ") + ids +
+      (ghosts.empty() ? "" : " (" + ghosts + " as a ghost image)") + ": " + message + " (atom" +
+      (two ? "s " : " ") + indices + (two ? " are indices" : " is an index") + " on this rank)";
 }
 
 /* ----------------------------------------------------------------------
@@ -475,17 +512,24 @@ void PairFusedNequip::settings(int narg, char **arg)
   impl->device = FNQ_DEVICE_AUTO;
   impl->device_index = -1;
   impl->comm_choice = "auto";
+  impl->max_neighbors = -1;
+  impl->min_distance = -1.0;
   for (int iarg = 0; iarg < narg; iarg += 2) {
     const std::string key = arg[iarg];
-    if (key != "dtype" && key != "device" && key != "comm")
+    if (key != "dtype" && key != "device" && key != "comm" && key != "max_neighbors" &&
+        key != "min_distance")
       error->all(FLERR,
                  "Unknown pair_style fusednequip keyword '" + key +
                      "' (known: dtype float64|float32, device auto|cpu|cuda|cuda:N, comm "
-                     "auto|nccl|ipc|staged|host)");
+                     "auto|nccl|ipc|staged|host, max_neighbors N, min_distance D)");
     if (iarg + 1 >= narg)
       error->all(FLERR, "Pair style fusednequip: keyword '" + key + "' needs a value");
     const std::string value = arg[iarg + 1];
-    if (key == "dtype" && value == "float64")
+    if (key == "max_neighbors")
+      impl->max_neighbors = utils::bnumeric(FLERR, value.c_str(), false, lmp);
+    else if (key == "min_distance")
+      impl->min_distance = utils::numeric(FLERR, value.c_str(), false, lmp);
+    else if (key == "dtype" && value == "float64")
       impl->dtype = FNQ_DTYPE_F64;
     else if (key == "dtype" && value == "float32")
       impl->dtype = FNQ_DTYPE_F32;
@@ -597,6 +641,7 @@ void PairFusedNequip::init_style()
 
   fusednequip_api::request_full_list(neighbor, this, instance_me);
   if (impl->context_stale) make_context();
+  impl->list_audited = false;
 
   // communication buffers are sized from these at Comm::init(), which runs after this
   comm_forward = comm_reverse = impl->max_width;
@@ -608,6 +653,112 @@ void PairFusedNequip::init_style()
     top->comm_forward = std::max(top->comm_forward, comm_forward);
     top->comm_reverse = std::max(top->comm_reverse, comm_reverse);
   }
+}
+
+/* ----------------------------------------------------------------------
+   A message-passing model needs every pair within its cutoff: an atom's energy depends on
+   atoms several cutoffs away through the pairs between them. Refuse, naming the command,
+   whatever takes pairs out of this style's list (otherwise the model would silently run on
+   another graph): pair hybrid giving type pairs to other sub-styles or to none, neigh_modify
+   exclude / include, special_bonds weights of 0 (LAMMPS then drops bonded pairs from every
+   list). Runs at the first step after init, when those settings are final (hybrid sets this
+   list's skip flags, Neighbor::init the special flags); the same verdict on every rank.
+------------------------------------------------------------------------- */
+
+static std::string shortest(double value)
+{
+  char text[32];
+  snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+void PairFusedNequip::audit_neighbor_list()
+{
+  impl->list_audited = true;
+  const int ntypes = atom->ntypes;
+  auto type_name = [&](int t) {
+    return std::to_string(t) + " (" + elements[map[t]] + ")";
+  };
+  // pair hybrid's cutoff for a type pair is its sub-styles' (0 for none): LAMMPS lists
+  // only the pairs within it (plus the skin)
+  const double cutoff_sq = impl->cutoff * impl->cutoff * (1.0 - 1e-12);
+  for (int i = 1; i <= ntypes; i++)
+    for (int j = i; j <= ntypes; j++)
+      if (force->pair->cutsq[i][j] < cutoff_sq)
+        refuse_removed_pairs("the pairs of atom types " + type_name(i) + " and " +
+                                 type_name(j) + " are listed only within " +
+                                 shortest(sqrt(force->pair->cutsq[i][j])) +
+                                 " A, the pair style's cutoff for them (pair_coeff " +
+                                 std::to_string(i) + " " + std::to_string(j) +
+                                 " under pair_style hybrid: none, or a sub-style with a shorter "
+                                 "cutoff), not the model's " + shortest(impl->cutoff) +
+                                 " A",
+                             "give fusednequip every type pair (pair_coeff * * fusednequip "
+                             "...) and add other terms with pair_style hybrid/overlay");
+  if (list->iskip)
+    for (int i = 1; i <= ntypes; i++)
+      for (int j = i; j <= ntypes; j++)
+        if (list->iskip[i] || list->iskip[j] || list->ijskip[i][j])
+          refuse_removed_pairs("pair_style hybrid leaves the pairs of atom types " +
+                                   type_name(i) + " and " + type_name(j) +
+                                   " out of it (pair_coeff " + std::to_string(i) + " " +
+                                   std::to_string(j) + " gives them to another sub-style or to "
+                                   "none)",
+                               "give fusednequip every type pair (pair_coeff * * fusednequip "
+                               "...) and add other terms with pair_style hybrid/overlay");
+  if (neighbor->nex_type > 0)
+    refuse_removed_pairs("neigh_modify exclude type " + std::to_string(neighbor->ex1_type[0]) +
+                             " " + std::to_string(neighbor->ex2_type[0]) + " removes them",
+                         "remove the exclusion (neigh_modify exclude none)");
+  if (neighbor->nex_group > 0)
+    refuse_removed_pairs(std::string("neigh_modify exclude group ") +
+                             group->names[neighbor->ex1_group[0]] + " " +
+                             group->names[neighbor->ex2_group[0]] + " removes them",
+                         "remove the exclusion (neigh_modify exclude none)");
+  if (neighbor->nex_mol > 0)
+    refuse_removed_pairs(std::string("neigh_modify exclude ") +
+                             (neighbor->ex_mol_intra[0] ? "molecule/intra " : "molecule/inter ") +
+                             group->names[neighbor->ex_mol_group[0]] + " removes them",
+                         "remove the exclusion (neigh_modify exclude none)");
+  if (neighbor->includegroup)
+    refuse_removed_pairs(std::string("neigh_modify include ") +
+                             group->names[neighbor->includegroup] +
+                             " leaves the atoms outside that group out of it",
+                         "use neigh_modify include all");
+
+  // special_bonds: a weight of 0 for both lj and coul drops 1-k neighbours from the lists
+  if (!atom->molecular || !atom->nspecial) return;
+  for (int k = 1; k <= 3; k++) {
+    if (neighbor->special_flag[k] != 0) continue;
+    // an owned atom with 1-k neighbours, as its ID and its first 1-k neighbour's (else 0)
+    tagint example[2] = {0, 0};
+    for (int i = 0; i < atom->nlocal && !example[0]; i++) {
+      const int first = k == 1 ? 0 : atom->nspecial[i][k - 2];
+      if (atom->nspecial[i][k - 1] > first) {
+        example[0] = atom->tag[i];
+        example[1] = atom->special[i][first];
+      }
+    }
+    tagint found[2];
+    MPI_Allreduce(example, found, 2, MPI_LMP_TAGINT, MPI_MAX, world);
+    if (!found[0]) continue;
+    const char *level[] = {"", "1-2", "1-3", "1-4"};
+    refuse_removed_pairs(std::string("special_bonds with lj and coul weights 0 for ") +
+                             level[k] + " neighbours removes them (e.g. atoms " +
+                             std::to_string((long) found[0]) + " and " +
+                             std::to_string((long) found[1]) + ")",
+                         "give those neighbours a weight above 0 for lj or coul (1.0 for "
+                         "fusednequip alone; a tiny weight such as 1.0e-20 keeps the pairs "
+                         "listed while other pair styles still leave them out)");
+  }
+}
+
+void PairFusedNequip::refuse_removed_pairs(const std::string &what, const std::string &fix)
+{
+  error->all(FLERR, "Pair fusednequip needs every pair within the model's cutoff in its "
+                    "neighbour list, but " +
+                        what + ": a message-passing model would compute a different energy. "
+                        "Instead, " + fix);
 }
 
 /* ----------------------------------------------------------------------
@@ -635,6 +786,12 @@ void PairFusedNequip::make_context()
                   std::string("Pair fusednequip: cannot set up device '") +
                       fnq_device_name(impl->device) + "', dtype '" + fnq_dtype_name(impl->dtype) +
                       "': " + fnq_last_error());
+  if (impl->max_neighbors >= 0 &&
+      fnq_ctx_set_max_neighbors(impl->ctx, (int64_t) impl->max_neighbors) != FNQ_STATUS_OK)
+    error->all(FLERR, std::string("Pair style fusednequip: max_neighbors: ") + fnq_last_error());
+  if (impl->min_distance >= 0.0 &&
+      fnq_ctx_set_min_distance(impl->ctx, impl->min_distance) != FNQ_STATUS_OK)
+    error->all(FLERR, std::string("Pair style fusednequip: min_distance: ") + fnq_last_error());
   std::string why = choose_exchange(device_id);
   if (comm->nprocs == 1 && impl->exchange_one_rank)
     why += " (FNQ_EXCHANGE_ONE_RANK=1: the ghosts are exchanged, not folded)";

@@ -60,7 +60,9 @@ class PairFusedNequip : public Pair {
   void route_ghosts();
   void fail_unless_all(bool ok, const std::string &message);
   void stop_on_this_rank(const std::string &message);
-  std::string error_atom_ids(int nall);
+  std::string error_with_atom_ids(int nall);
+  void audit_neighbor_list();
+  void refuse_removed_pairs(const std::string &what, const std::string &fix);
 };
 
 }    // namespace LAMMPS_NS

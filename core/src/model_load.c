@@ -3,6 +3,7 @@
  * followed by .npy array records: our own .fnqm (header "format": "fusednequip-model") or a
  * Nequix .nqx (a training config); the header decides which reader builds the model.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,38 @@ static int is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A directory where a model file was expected: say so, with the model files it holds. */
+static enum fnq_status fail_directory(const char *path)
+{
+    char found[256] = "";
+    size_t used = 0;
+    int n = 0;
+    DIR *dir = opendir(path);
+    for (struct dirent *e; dir && (e = readdir(dir)) != NULL;) {
+        const size_t len = strlen(e->d_name);
+        const int model = (len > 4 && strcmp(e->d_name + len - 4, ".nqx") == 0) ||
+                          (len > 5 && strcmp(e->d_name + len - 5, ".fnqm") == 0);
+        if (!model)
+            continue;
+        if (n++ < 4 && used + len + 3 < sizeof(found))
+            used += (size_t)snprintf(found + used, sizeof(found) - used, "%s%s", used ? ", " : "",
+                                     e->d_name);
+    }
+    if (dir)
+        closedir(dir);
+    return fnq__fail(FNQ_STATUS_IO,
+                     "model '%s' is a directory, not a model file: give the path of a .nqx or "
+                     ".fnqm file%s%s%s",
+                     path, n ? " (this directory holds " : "", found,
+                     n > 4 ? ", ...)" : n ? ")" : "");
 }
 
 static int find_in_dir(const char *dir, const char *name, char *out, size_t cap)
@@ -56,6 +89,8 @@ enum fnq_status fnq_model_find(const char *name, char *path_out, size_t path_cap
             find_in_dir(FNQ_DEFAULT_MODEL_DIR, name, path_out, path_cap))
             return FNQ_STATUS_OK;
     }
+    if (is_dir(name))
+        return fail_directory(name);
     return fnq__fail(FNQ_STATUS_IO,
                      "model '%s' not found: no such file%s%s%s%s (set FUSEDNEQUIP_MODEL_DIR to the "
                      "directory holding your models)",

@@ -1,6 +1,9 @@
 """ASE calculator over libfusednequip."""
+import copy
+import threading
+
 import numpy as np
-from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.calculator import (Calculator, PropertyNotImplementedError, all_changes)
 
 from .model import Context, Model
 
@@ -19,10 +22,23 @@ class FusedNequIPCalculator(Calculator):
         model was the reason).
     dtype : None | "float32" | "float64"
         None: float64 on the CPU, float32 on the GPU.
+    max_neighbors : int, optional
+        An atom with more neighbours than this within the cutoff is refused (default 1024).
+    min_distance : float, optional
+        Atoms closer than this (A) are refused as overlapping (default 0.1).
 
-    Results: energy and free_energy (eV), energies (eV per atom), forces (eV/A) and, when the
-    cell is three-dimensional, stress (eV/A^3, Voigt xx yy zz yz xz xy, ASE's sign). Works for
-    periodic, partly periodic and non-periodic Atoms; the neighbour list is built in C.
+    Results: energy and free_energy (eV), energies (eV per atom), forces (eV/A) and stress
+    (eV/A^3, Voigt xx yy zz yz xz xy, ASE's sign). Works for periodic, partly periodic and
+    non-periodic Atoms; the neighbour list is built in C. Stress needs a cell of three non-zero
+    vectors: it is -virial / cell volume, and for a slab or a wire that volume includes the
+    vacuum along the non-periodic axes (as with ASE's other calculators).
+
+    Threads: one calculator may be used from several threads; its evaluations then run one at
+    a time (a lock), with exact results. For evaluations side by side, give each thread its
+    own calculator (`copy.copy(calc)` makes one on the same loaded model).
+
+    Memory: the C model and buffers are freed when the calculator is collected, or at once by
+    close() or a `with` block. Copies and pickles are independent calculators.
 
     Raises ModelFileError (bad or missing model), UnknownElementError (element not in the
     model), StructureError (NaN coordinates, overlapping atoms, ...), DeviceError.
@@ -30,12 +46,25 @@ class FusedNequIPCalculator(Calculator):
 
     implemented_properties = ["energy", "free_energy", "energies", "forces", "stress"]
 
-    def __init__(self, model, device="auto", dtype=None, **kwargs):
+    def __init__(self, model, device="auto", dtype=None, max_neighbors=None, min_distance=None,
+                 **kwargs):
         super().__init__(**kwargs)
-        self.model = model if isinstance(model, Model) else Model(model)
+        self._lock = threading.RLock()
+        self._owns_model = not isinstance(model, Model)
+        self.model = Model(model) if self._owns_model else model
         self.context = Context(self.model, device=device, dtype=dtype)
+        if max_neighbors is not None:
+            self.context.set_max_neighbors(max_neighbors)
+        if min_distance is not None:
+            self.context.set_min_distance(min_distance)
         self._species_key = None
         self._species = None
+
+    # ASE's base class stores a bound method of the calculator in the calculator when the
+    # class has no get_spin_polarized: a reference cycle that kept the C model and buffers
+    # until Python's cyclic collector ran
+    def get_spin_polarized(self):
+        return False
 
     def _species_of(self, atoms):
         numbers = atoms.numbers
@@ -44,18 +73,76 @@ class FusedNequIPCalculator(Calculator):
             self._species_key = numbers.copy()
         return self._species
 
+    def get_property(self, name, atoms=None, allow_calculation=True):
+        # one thread at a time: ASE compares the atoms, calculates and reads the results in
+        # separate steps, each on the calculator's state
+        with self._lock:
+            return super().get_property(name, atoms, allow_calculation)
+
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
-        Calculator.calculate(self, atoms, properties, system_changes)
-        a = self.atoms
-        species = self._species_of(a)
-        cell = a.cell.array if a.cell.rank > 0 or a.pbc.any() else None
-        energy, energies, forces, virial = self.context.compute(a.positions, species, cell,
-                                                                a.pbc)
-        self.results = {
-            "energy": energy,
-            "free_energy": energy,
-            "energies": energies,
-            "forces": forces,
-        }
-        if a.cell.rank == 3:
-            self.results["stress"] = -virial / a.get_volume()
+        with self._lock:
+            Calculator.calculate(self, atoms, properties, system_changes)
+            a = self.atoms
+            if "stress" in properties and a.cell.rank < 3:
+                raise PropertyNotImplementedError(_why_no_stress(a))
+            species = self._species_of(a)
+            cell = a.cell.array if a.cell.rank > 0 or a.pbc.any() else None
+            energy, energies, forces, virial = self.context.compute(a.positions, species, cell,
+                                                                    a.pbc)
+            self.results = {
+                "energy": energy,
+                "free_energy": energy,
+                "energies": energies,
+                "forces": forces,
+            }
+            if a.cell.rank == 3:
+                self.results["stress"] = -virial / a.get_volume()
+
+    def close(self):
+        """Free the context (and the model, when this calculator loaded it) now."""
+        with self._lock:
+            self.context.close()
+            if self._owns_model:
+                self.model.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    # A copy has the same model and a context of its own: used from another thread it never
+    # waits for this one, and closing one leaves the other working. (A pickle reloads the
+    # model from its file, and the unpickled calculator owns it.)
+    def __copy__(self):
+        new = self.__class__.__new__(self.__class__)
+        new.__setstate__(self.__getstate__())
+        new.context = copy.copy(self.context)
+        new.results = dict(self.results)
+        new._owns_model = False
+        return new
+
+    def __deepcopy__(self, memo):
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+        new._owns_model = False
+        return new
+
+
+def _why_no_stress(atoms):
+    zero = [f"{'abc'[k]}" for k in range(3) if not atoms.cell[k].any()]
+    vectors = ", ".join(zero) if zero else "none (they are linearly dependent)"
+    return (f"stress needs a cell of three non-zero, independent vectors, since it is the "
+            f"virial divided by the cell volume; this cell has rank {atoms.cell.rank} (zero "
+            f"vectors: {vectors}). Give the non-periodic directions a length (vacuum), e.g. "
+            f"atoms.center(vacuum=10, axis=2), or ask only for energy and forces")

@@ -36,12 +36,28 @@ class DeviceError(FusedNequipError):
     """The requested device is unavailable, or a GPU error (out of memory, ...)."""
 
 
+# The library's messages name its C functions where a limit can be changed; from Python the
+# calculator's arguments and the Context's methods change them.
+_PYTHON_TERMS = {
+    "fnq_ctx_set_max_neighbors": "FusedNequIPCalculator(..., max_neighbors=N) or "
+                                 "Context.set_max_neighbors(N)",
+    "fnq_ctx_set_min_distance": "FusedNequIPCalculator(..., min_distance=D) or "
+                                "Context.set_min_distance(D)",
+}
+
+
+def python_terms(message):
+    for c_name, python in _PYTHON_TERMS.items():
+        message = message.replace(c_name, python)
+    return message
+
+
 def raise_for(status, during_load=False):
     """Raise the exception for a library call's status, with the library's last error."""
     status = Status(status)
     if status == Status.OK:
         return
-    message = _lib.last_error()
+    message = python_terms(_lib.last_error())
     if during_load and status in (Status.IO, Status.FORMAT, Status.UNSUPPORTED):
         raise ModelFileError(message, status)
     if status in (Status.DEVICE, Status.OUT_OF_MEMORY) or (

@@ -1,6 +1,13 @@
-"""Model and Context: thin owners of the library's fnq_model and fnq_ctx handles."""
+"""Model and Context: thin owners of the library's fnq_model and fnq_ctx handles.
+
+A Model is read-only and may be shared by any number of contexts and threads. A Context holds
+buffers that one evaluation writes: its methods take a lock, so a context shared by several
+threads evaluates one call at a time (exact, not concurrent; give each thread its own context
+to run them side by side). Both release their C memory when collected, or at once with close()
+or a `with` block; both pickle and copy (a copy is a new context on the same model)."""
 import ctypes
 import math
+import threading
 import weakref
 
 import numpy as np
@@ -23,6 +30,11 @@ class Model:
         st = lib.fnq_model_load(str(path).encode(), ctypes.byref(handle))
         raise_for(st, during_load=True)
         self._handle = handle
+        # the C model is freed when the last open context on it is closed and the model is
+        # closed (or collected): contexts read it until they are freed
+        self._open_contexts = 0
+        self._close_wanted = False
+        self._state_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, lib.fnq_model_free, handle)
         self.path = lib.fnq_model_path(handle).decode()
         self.family = lib.fnq_model_family(handle).decode()
@@ -32,6 +44,47 @@ class Model:
         n = lib.fnq_model_num_species(handle)
         self.species = [lib.fnq_model_species_symbol(handle, i).decode() for i in range(n)]
         self._index = {s: i for i, s in enumerate(self.species)}
+
+    def close(self):
+        """Free the C model now, or as soon as the contexts still open on it are closed.
+        Idempotent; a closed model cannot make new contexts."""
+        with self._state_lock:
+            self._close_wanted = True
+            free_now = self._open_contexts == 0
+        if free_now:
+            self._finalizer()
+
+    @property
+    def closed(self):
+        return self._close_wanted
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __reduce__(self):  # pickled by path: the file is read again where it is unpickled
+        return (Model, (self.path,))
+
+    def __copy__(self):  # read-only: a copy may be the model itself
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def _open_context(self):
+        with self._state_lock:
+            if self._close_wanted:
+                raise ValueError(f"model {self.path} is closed")
+            self._open_contexts += 1
+
+    def _context_closed(self):
+        with self._state_lock:
+            self._open_contexts -= 1
+            free_now = self._close_wanted and self._open_contexts == 0
+        if free_now:
+            self._finalizer()
 
     def species_indices(self, symbols):
         """Model species index of each symbol; UnknownElementError names the first unknown."""
@@ -49,6 +102,7 @@ class Model:
 def _free_context(handle, model):
     """fnq_ctx_free; `model` is held until then, since a model must outlive its contexts."""
     lib.fnq_ctx_free(handle)
+    model._context_closed()
 
 
 class Context:
@@ -60,9 +114,17 @@ class Context:
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be None, 'float32' or 'float64', not {dtype!r}")
         self.model = model
+        # what was asked for, to make copies and unpickle with; None: the library's default
+        self._request = (device, dtype, device_id)
+        self.min_distance = None
+        self.max_neighbors = None
+        self._lock = threading.Lock()
+        model._open_context()
         handle = ctypes.c_void_p()
         st = lib.fnq_ctx_init(model._handle, _DEVICES[device], device_id, _DTYPES[dtype],
                               ctypes.byref(handle))
+        if st != 0:
+            model._context_closed()
         raise_for(st)
         self._handle = handle
         # the model goes with the finalizer: the context reads it while being freed, and a
@@ -72,15 +134,53 @@ class Context:
         self.device = Device(lib.fnq_ctx_device(handle)).name.lower()
         self.dtype = "float32" if lib.fnq_ctx_dtype(handle) == DType.F32 else "float64"
 
+    def _call(self, fn, *args):
+        """One library call on this context: one thread at a time, never after close()."""
+        with self._lock:
+            if not self._finalizer.alive:
+                raise ValueError("this context is closed")
+            return fn(self._handle, *args)
+
     def set_min_distance(self, value):
-        raise_for(lib.fnq_ctx_set_min_distance(self._handle, value))
+        """Atoms closer than this (A) are refused as overlapping (default 0.1)."""
+        raise_for(self._call(lib.fnq_ctx_set_min_distance, value))
+        self.min_distance = value
 
     def set_max_neighbors(self, value):
-        raise_for(lib.fnq_ctx_set_max_neighbors(self._handle, value))
+        """An atom with more neighbours than this within the cutoff is refused (default 1024)."""
+        raise_for(self._call(lib.fnq_ctx_set_max_neighbors, value))
+        self.max_neighbors = value
 
     @property
     def last_num_edges(self):
-        return lib.fnq_ctx_last_num_edges(self._handle)
+        return self._call(lib.fnq_ctx_last_num_edges)
+
+    def close(self):
+        """Free the context's C memory (and its GPU buffers) now. Idempotent; waits for a
+        call in progress in another thread."""
+        with self._lock:
+            self._finalizer()
+
+    @property
+    def closed(self):
+        return not self._finalizer.alive
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __reduce__(self):
+        device, dtype, device_id = self._request
+        return (_new_context, (self.model, device, dtype, device_id, self.min_distance,
+                               self.max_neighbors))
+
+    def __copy__(self):  # a context of its own: two copies never share buffers
+        return _new_context(*self.__reduce__()[1])
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
 
     def compute(self, positions, species, cell=None, pbc=None):
         """Energy, per-atom energies, forces and virial (Voigt xx yy zz yz xz xy, eV)."""
@@ -95,9 +195,8 @@ class Context:
         energies = np.empty(n, dtype=np.float64)
         forces = np.empty((n, 3), dtype=np.float64)
         virial = np.empty(6, dtype=np.float64)
-        st = lib.fnq_ctx_compute_periodic(self._handle, n, pos.reshape(-1), sp, c, p,
-                                          ctypes.byref(energy), energies, forces.reshape(-1),
-                                          virial)
+        st = self._call(lib.fnq_ctx_compute_periodic, n, pos.reshape(-1), sp, c, p,
+                        ctypes.byref(energy), energies, forces.reshape(-1), virial)
         raise_for(st)
         return energy.value, energies, forces, virial
 
@@ -128,9 +227,9 @@ class Context:
         energies = np.empty(n, dtype=np.float64)
         forces = np.empty((n, 3), dtype=np.float64)
         virial = np.empty(6, dtype=np.float64)
-        st = lib.fnq_ctx_compute_graph(self._handle, n, n, pos.reshape(-1), sp, n_edges, recv,
-                                       send, sh, None, ctypes.byref(energy), energies,
-                                       forces.reshape(-1), virial, None)
+        st = self._call(lib.fnq_ctx_compute_graph, n, n, pos.reshape(-1), sp, n_edges, recv,
+                        send, sh, None, ctypes.byref(energy), energies, forces.reshape(-1),
+                        virial, None)
         raise_for(st)
         return energy.value, energies, forces, virial
 
@@ -157,10 +256,20 @@ class Context:
         forces = np.empty((n, 3), dtype=np.float64)
         virial = np.empty(6, dtype=np.float64)
         compute = _lib.require("fnq_ctx_compute_graph_device")
-        st = compute(self._handle, n, pos, sp, n_edges, recv, send, sh, ctypes.byref(energy),
-                     energies, forces.reshape(-1), virial)
+        st = self._call(compute, n, pos, sp, n_edges, recv, send, sh, ctypes.byref(energy),
+                        energies, forces.reshape(-1), virial)
         raise_for(st)
         return energy.value, energies, forces, virial
+
+
+def _new_context(model, device, dtype, device_id, min_distance, max_neighbors):
+    """A context as asked for, with the same limits: copies and unpickling."""
+    ctx = Context(model, device=device, dtype=dtype, device_id=device_id)
+    if min_distance is not None:
+        ctx.set_min_distance(min_distance)
+    if max_neighbors is not None:
+        ctx.set_max_neighbors(max_neighbors)
+    return ctx
 
 
 def _device_array(name, obj, typestr, shape):

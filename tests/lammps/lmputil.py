@@ -52,7 +52,7 @@ def gpu_available():
                            capture_output=True, text=True)
     if p.returncode == 0:
         return True
-    if "no CUDA backend" in p.stderr or "no CUDA device" in p.stderr:
+    if "no CUDA backend" in p.stderr or "no usable GPU" in p.stderr:
         print(f"SKIP: no usable CUDA device: {p.stderr.strip()}")
         return False
     # a GPU that is there but fails is a failure, not a skip

@@ -1,8 +1,9 @@
 """Bad input to pair_style fusednequip stops LAMMPS with a clear error naming the problem, never a
 crash: units other than metal, newton pair off, an element the model lacks, a type mapped to
 NULL, a model file that is missing or does not load, a wrong pair_coeff line, unknown keywords
-and values, two atoms closer than the model allows (named by their atom IDs), device cuda
-without a GPU (or without a CUDA build). Each case runs a failing deck
+and values, two atoms closer than the model allows and too many neighbours (led by their atom
+IDs), a directory given as the model, a run with `pre no` on a neighbour list that atoms left
+(stale), device cuda without a GPU (or without a CUDA build). Each case runs a failing deck
 and checks the exit code and the message; the model-file case runs on 2 ranks as well.
 """
 import os
@@ -65,10 +66,25 @@ def main():
         expect(c, tmp, "bad dtype", deck(style="dtype float16"), ["dtype 'float16'"])
         expect(c, tmp, "keyword without value", deck(style="device"),
                ["'device' needs a value"])
-        # atom ID 9, 0.05 A from atom ID 1 (at the origin): the message names both by their IDs
+        # atom ID 9, 0.05 A from atom ID 1 (at the origin): the message leads with both IDs
         expect(c, tmp, "atoms too close",
                deck(style="device cpu", extra="create_atoms 1 single 0.05 0.0 0.0 units box\n"),
-               ["closer than", "rank-local atom 0 = atom ID 1", "rank-local atom 8 = atom ID 9"])
+               ["on rank 0: atom IDs 1 and 9: atoms 0 and 8 are", "closer than",
+                "(atoms 0 and 8 are indices on this rank)"])
+        expect(c, tmp, "too many neighbours",
+               deck(style="device cpu max_neighbors 10"),
+               ["atom ID 1: atom 0 has", "more than the limit of 10",
+                "pair_style fusednequip keyword max_neighbors"])
+        expect(c, tmp, "bad max_neighbors", deck(style="max_neighbors many"),
+               ["many"])
+        expect(c, tmp, "a directory as the model", deck(coeff=f"{tmp} Si"),
+               ["cannot load model", "is a directory, not a model file"])
+        # the box changed and atoms moved, and the run skips the set-up that rebuilds the list
+        for change in ("change_box all x scale 1.5 remap", "displace_atoms all move 20 0 0"):
+            expect(c, tmp, f"stale list after {change.split()[0]}",
+                   deck(style="device cpu", extra="velocity all create 300 1\nfix nve all nve\n")
+                   .replace("run 0\n", f"run 0\n{change}\nrun 1 pre no\n"),
+                   ["neighbour list is stale", "run N pre yes"])
 
         # device cuda: an error without a GPU or without a CUDA build; runs where there is one
         rc, out = run_lammps(tmp, deck(style="device cuda"), check=False)

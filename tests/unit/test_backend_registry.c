@@ -4,7 +4,7 @@
  * CUDA backend (FNQ_TEST_EXPECT_CUDA, passed by CMake). A static link is where a weakly linked
  * backend used to vanish without a word; now the registry names the kernels' entry directly.
  * Then device "cuda": without the CUDA backend it fails with the "no CUDA backend" message;
- * with it, on a machine without a GPU it fails with the kernels' "no CUDA device" message (the
+ * with it, on a machine without a GPU it fails with the kernels' "no usable GPU" message (the
  * backend is there, the device is not), and with a GPU the context is made on it.
  */
 #include "backend.h"
@@ -70,10 +70,14 @@ int main(void)
         CHECK(fnq_cuda_device_count() == 0, "no CUDA backend, yet %d CUDA devices",
               (int)fnq_cuda_device_count());
     } else if (fnq_cuda_device_count() == 0) {
-        CHECK(st == FNQ_STATUS_DEVICE && strstr(err, "no CUDA device"),
-              "CUDA backend without a GPU: want DEVICE 'no CUDA device', got %s: %s",
+        CHECK(st == FNQ_STATUS_DEVICE && strstr(err, "no usable GPU"),
+              "CUDA backend without a GPU: want DEVICE 'no usable GPU', got %s: %s",
               fnq_status_string(st), err);
         CHECK(!strstr(err, "no CUDA backend"), "the CUDA backend was built, yet: %s", err);
+        /* the CUDA runtime's own words for a machine without a driver mislead: say what is
+         * missing and what to do instead */
+        CHECK(!strstr(err, "insufficient") && strstr(err, "device cpu"),
+              "no GPU: want a message a user can act on, got: %s", err);
     } else {
         CHECK(st == FNQ_STATUS_OK && ctx && fnq_ctx_device(ctx) == FNQ_DEVICE_CUDA,
               "with %d GPUs, want a cuda context, got %s: %s", (int)fnq_cuda_device_count(),

@@ -5,6 +5,7 @@ The kind of input is recognised from its contents, not its name:
   * a torch.package archive (`nequip-package build`, .nequip.zip) or a training checkpoint
     (.ckpt) of nequip >= 0.7: needs the nequip package.
 Exit status: 0 converted, 1 usage error, 2 the file cannot be converted (message on stderr).
+Loading runs the code the file carries (torch.package, pickle): convert what you trust.
 """
 import argparse
 import os
@@ -65,7 +66,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="fusednequip-convert",
         description="Convert a NequIP model (0.5/0.6 deployed .pth; >= 0.7 .nequip.zip or "
-                    ".ckpt) into a fusednequip .fnqm model file.")
+                    ".ckpt) into a fusednequip .fnqm model file.",
+        epilog="Converting loads the file with torch (and nequip's loader), which runs the "
+               "Python code a package or checkpoint carries, as training or deploying it did: "
+               "convert only files you trust. The .fnqm file it writes holds numbers only.")
     ap.add_argument("input", help="nequip model file")
     ap.add_argument("output", nargs="?", help="output .fnqm file (default: input name with "
                                               ".fnqm)")
