@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine after scripts/gpu/gpu-lammps.sh (build-gpu/ and /tmp/fnq-lammps/lmp): the
-# README's performance run, fusednequip and nequix + OpenEquivariance side by side
+# performance run of docs/performance.md, fusednequip and nequix + OpenEquivariance side by side
 # (bench/bench_peers.py, Si 512 .. 64,000 atoms) and LAMMPS on the GPU (bench/bench_lammps.py),
 # JSON lines into $OUT (default /tmp). Needs the carried peer wheels in .whl/ and the models in
 # .models/ (scripts/gpu/gpu-bench-env.sh).
