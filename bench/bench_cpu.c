@@ -5,8 +5,8 @@
  *    "ms_per_step": ..., "us_per_atom_step": ..., "cpu_ms_per_step": ..., "repeats": R}
  * (cpu_ms_per_step: the process's CPU time per step, all threads; with one thread it is the
  * time the machine's other load did not take away)
- * usage: bench_cpu [--model NAME] [--dtype float64|float32] [--sizes 2,4,8] [--min-seconds S]
- *                  [--rattle A]
+ * usage: bench_cpu [--model NAME] [--dtype float64|float32] [--device cpu|cuda] [--sizes 2,4,8]
+ *                  [--min-seconds S] [--rattle A]   (--help: this usage)
  * (--sizes are cubic repeats of the 8-atom cell: 2 -> 64, 4 -> 512, 8 -> 4096 atoms; --rattle
  * moves each coordinate by up to +-A Angstrom, fixed seed, as heat does: a perfect lattice has
  * five distinct neighbour distances, so look-ups by distance hit the cache more than in MD)
@@ -54,30 +54,77 @@ static void diamond(int rep, double a, double rattle, double **pos, double *cell
     cell[0] = cell[4] = cell[8] = a * rep;
 }
 
-int main(int argc, char **argv)
+struct options {
+    const char *model_name, *sizes;
+    enum fnq_dtype dtype;
+    enum fnq_device device;
+    double min_seconds, rattle;
+};
+
+static void usage(FILE *out)
 {
-    const char *model_name = "nequix-mp-1", *sizes = "2,4,8";
-    enum fnq_dtype dtype = FNQ_DTYPE_F64;
-    enum fnq_device device = FNQ_DEVICE_CPU;
-    double min_seconds = 3.0, rattle = 0.0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--model")) model_name = argv[i + 1];
-        else if (!strcmp(argv[i], "--sizes")) sizes = argv[i + 1];
-        else if (!strcmp(argv[i], "--min-seconds")) min_seconds = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rattle")) rattle = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--dtype"))
-            dtype = !strcmp(argv[i + 1], "float32") ? FNQ_DTYPE_F32 : FNQ_DTYPE_F64;
-        else if (!strcmp(argv[i], "--device"))
-            device = !strcmp(argv[i + 1], "cuda") ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
-        else {
-            fprintf(stderr, "unknown option %s\n", argv[i]);
+    fprintf(out, "usage: bench_cpu [--model NAME] [--dtype float64|float32] [--device cpu|cuda]\n"
+                 "                 [--sizes 2,4,8] [--min-seconds S] [--rattle A]\n"
+                 "Times energy + forces + stress of diamond Si supercells (--sizes: cubic repeats"
+                 " of the\n8-atom cell, 2 -> 64 atoms) and prints one JSON line per size.\n");
+}
+
+/* one option and its value into o; -1 for an unknown option or value */
+static int set_option(struct options *o, const char *k, const char *v)
+{
+    if (!strcmp(k, "--model"))
+        o->model_name = v;
+    else if (!strcmp(k, "--sizes"))
+        o->sizes = v;
+    else if (!strcmp(k, "--min-seconds"))
+        o->min_seconds = atof(v);
+    else if (!strcmp(k, "--rattle"))
+        o->rattle = atof(v);
+    else if (!strcmp(k, "--dtype") && !strcmp(v, "float32"))
+        o->dtype = FNQ_DTYPE_F32;
+    else if (!strcmp(k, "--dtype") && !strcmp(v, "float64"))
+        o->dtype = FNQ_DTYPE_F64;
+    else if (!strcmp(k, "--device") && !strcmp(v, "cuda"))
+        o->device = FNQ_DEVICE_CUDA;
+    else if (!strcmp(k, "--device") && !strcmp(v, "cpu"))
+        o->device = FNQ_DEVICE_CPU;
+    else
+        return -1;
+    return 0;
+}
+
+/* 0: run; 1: --help was asked (usage on stdout); -1: a bad argument (usage on stderr) */
+static int parse(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){"nequix-mp-1", "2,4,8", FNQ_DTYPE_F64, FNQ_DEVICE_CPU, 3.0, 0.0};
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--help") || !strcmp(k, "-h")) {
+            usage(stdout);
             return 1;
         }
+        if (!v || set_option(o, k, v)) {
+            if (v)
+                fprintf(stderr, "bench_cpu: unknown option or value: %s %s\n", k, v);
+            else
+                fprintf(stderr, "bench_cpu: %s needs a value\n", k);
+            usage(stderr);
+            return -1;
+        }
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    const int parsed = parse(argc, argv, &o);
+    if (parsed)
+        return parsed > 0 ? 0 : 1;
     struct fnq_model *m;
     struct fnq_ctx *ctx;
-    if (fnq_model_load(model_name, &m) != FNQ_STATUS_OK ||
-        fnq_ctx_init(m, device, 0, dtype, &ctx) != FNQ_STATUS_OK) {
+    if (fnq_model_load(o.model_name, &m) != FNQ_STATUS_OK ||
+        fnq_ctx_init(m, o.device, 0, o.dtype, &ctx) != FNQ_STATUS_OK) {
         fprintf(stderr, "bench_cpu: %s\n", fnq_last_error());
         return 2;
     }
@@ -86,12 +133,12 @@ int main(int argc, char **argv)
     threads = omp_get_max_threads();
 #endif
     int32_t si = fnq_model_species_index(m, "Si"), pbc[3] = {1, 1, 1};
-    char *list = strdup(sizes);
+    char *list = strdup(o.sizes);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int rep = atoi(tok);
         double *pos, cell[9], energy, virial[6];
         int64_t n;
-        diamond(rep, 5.43, rattle, &pos, cell, &n);
+        diamond(rep, 5.43, o.rattle, &pos, cell, &n);
         int32_t *species = malloc(sizeof(int32_t) * (size_t)n);
         double *forces = malloc(sizeof(double) * 3 * (size_t)n);
         for (int64_t i = 0; i < n; i++)
@@ -109,15 +156,15 @@ int main(int argc, char **argv)
                                      virial);
             reps++;
             t1 = now();
-        } while (t1 - t0 < min_seconds && reps < 1000);
+        } while (t1 - t0 < o.min_seconds && reps < 1000);
         double step = (t1 - t0) / reps, cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / reps;
         printf("{\"bench\": \"cpu\", \"model\": \"%s\", \"dtype\": \"%s\", \"device\": \"%s\", "
                "\"threads\": %d, \"atoms\": %lld, \"edges\": %lld, \"ms_per_step\": %.3f, "
                "\"us_per_atom_step\": %.3f, \"cpu_ms_per_step\": %.3f, \"repeats\": %d, \"rattle_A\": %g, "
                "\"energy\": %.10f}\n",
-               model_name, fnq_dtype_name(fnq_ctx_dtype(ctx)),
+               o.model_name, fnq_dtype_name(fnq_ctx_dtype(ctx)),
                fnq_device_name(fnq_ctx_device(ctx)), threads, (long long)n,
-               (long long)fnq_ctx_last_num_edges(ctx), 1e3 * step, 1e6 * step / (double)n, 1e3 * cpu, reps, rattle,
+               (long long)fnq_ctx_last_num_edges(ctx), 1e3 * step, 1e6 * step / (double)n, 1e3 * cpu, reps, o.rattle,
                energy);
         fflush(stdout);
         free(pos), free(species), free(forces);

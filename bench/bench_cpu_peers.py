@@ -34,10 +34,10 @@ jax[cuda12]: pip install --no-deps nequix, then e3nn-jax equinox jraph matscipy
 ase-db-backends cloudpickle h5py optax pyyaml tqdm), jax + jaxlib (the PyPI wheels are CPU
 builds), torch, e3nn and torch-geometric for the PyTorch backend. On the GPU machine's host
 (offline; jax and torch preinstalled there) carry these wheels in .whl/ and install them as
-scripts/gpu-bench-env.sh does: nequix, e3nn_jax, jraph, matscipy, ase, ase_db_backends,
+scripts/gpu/gpu-bench-env.sh does: nequix, e3nn_jax, jraph, matscipy, ase, ase_db_backends,
 equinox, jaxtyping, wadler_lindig, optax, chex, toolz, e3nn, opt_einsum, opt_einsum_fx,
 torch_geometric (and whichever of their dependencies `pip download --no-deps` shows missing
-there). scripts/cpu-bench-peers.sh does it and runs this script with 1, 2, 4, 8 and 16 threads.
+there). scripts/gpu/cpu-bench-peers.sh does it and runs this script with 1, 2, 4, 8 and 16 threads.
 """
 import argparse
 import json

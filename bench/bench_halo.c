@@ -26,16 +26,25 @@ struct options {
     int32_t width, reps;
 };
 
+static const char usage_line[] =
+    "usage: mpirun -n R bench_halo --transport nccl|ipc|staged [--rows N] [--width W] "
+    "[--local N] [--reps N]\n";
+
 static int usage(const char *why)
 {
-    fprintf(stderr, "bench_halo: %s\nusage: bench_halo --transport nccl|ipc|staged [--rows N] "
-                    "[--width W] [--local N] [--reps N]\n", why);
+    fprintf(stderr, "bench_halo: %s\n%s", why, usage_line);
     return 2;
 }
 
+/* 0: run; 1: --help was asked (usage on stdout); 2: a bad argument (usage on stderr) */
 static int parse(int argc, char **argv, struct options *o)
 {
     *o = (struct options){FNQ_HALO_NCCL, 10000, 64000, 704, 50};
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_line, stdout);
+            return 1;
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--transport")) {
@@ -113,9 +122,10 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
     struct options o;
-    if (parse(argc, argv, &o)) {
+    const int parsed = parse(argc, argv, &o);
+    if (parsed) {
         MPI_Finalize();
-        return 2;
+        return parsed == 1 ? 0 : 2;
     }
     CHECK(n_ranks > 1, "run it on 2 or more ranks (mpirun -n 2 ...)");
     CHECK(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, "no CUDA device");

@@ -3,7 +3,7 @@
 summed by kernel (name and template arguments, without the parameter list), and, given a second
 file, what each kernel costs more or less there: where one run's extra time goes, e.g. a rank
 with its periodic images exchanged as ghosts against the same rank with them folded
-(scripts/gpu-ghost-kernels.sh). ncu serialises kernels: the times are each kernel alone.
+(scripts/gpu/gpu-ghost-kernels.sh). ncu serialises kernels: the times are each kernel alone.
 
   bench/ncu_kernels.py A.csv [B.csv] [--evals N] [--labels a,b]
 --evals: the evaluations each file holds (a LAMMPS run of S steps makes S + 1), to print ms per

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Roofline of the GPU kernels of one evaluation, from scripts/gpu-roofline.sh's CSVs.
+"""Roofline of the GPU kernels of one evaluation, from scripts/gpu/gpu-roofline.sh's CSVs.
 
 usage: roofline.py OUT.png LABEL=CSV [LABEL=CSV ...] [--title T]
 Each CSV holds Nsight Compute's raw counters for every kernel of two evaluations (warm-up and

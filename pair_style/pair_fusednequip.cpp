@@ -942,7 +942,7 @@ void PairFusedNequip::free_context()
    stop LAMMPS for a failure this rank found alone (a library call during a step, where the
    other ranks are elsewhere). One rank: error->all, which finalises MPI and exits with status
    1, the screen and log file flushed. Several: error->one, whose MPI_Abort ends the others.
-   LAMMPS built with exceptions (scripts/gpu-lammps.sh's; every LAMMPS since 2023) throws from
+   LAMMPS built with exceptions (scripts/gpu/gpu-lammps.sh's; every LAMMPS since 2023) throws from
    error->one, and its main() calls MPI_Abort, which leaves stdio buffers unwritten: the
    message was lost whenever the screen went to a pipe or a file, and from log.lammps. There,
    it is written and flushed here first (error->one then writes it again, into the buffers

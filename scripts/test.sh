@@ -4,9 +4,10 @@
 # UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), then a short fuzzing run of the model and
 # structure file readers, 60 s per reader (scripts/test-fuzz.sh; FNQ_FUZZ_SECONDS changes it, 0
 # skips it). Arguments replace that selection and go to ctest, e.g. `-L slow` (the 512-atom NVE
-# run, ~25 minutes on 2 cores) or `-L lammps`.
+# run; its time: docs/developers.md) or `-L lammps`. About 20 minutes on 2 cores (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "test: set up, build, CTest, sanitizers, fuzzing (about 20 minutes on 2 cores)"
 scripts/setup.sh --python
 cd build
 if (($#)); then
@@ -17,4 +18,5 @@ else
   if [ "${FNQ_FUZZ_SECONDS:-60}" != 0 ]; then
     scripts/test-fuzz.sh "${FNQ_FUZZ_SECONDS:-60}"
   fi
+  echo "test: every stage passed"
 fi

@@ -1,8 +1,9 @@
 /*
  * options.h: the library's tuning and debugging switches. They come from the environment and
  * are read once, when a context is made (fnq_ctx_init), into this struct, which the context and
- * its backend keep: nothing reads the environment during an evaluation. README.md
- * ("Environment variables") lists them for users; the defaults are what production runs use.
+ * its backend keep: nothing reads the environment during an evaluation. docs/usage.md lists the
+ * ones users set, docs/developers.md the switches for experiments; the defaults are what
+ * production runs use.
  */
 #pragma once
 

@@ -6,7 +6,7 @@ energy, per-atom energies, forces, stress and virial.
 
 Relative means max |ours - nequip| / max |nequip| over the components of one quantity, so
 that near-zero components are held to the scale of the quantity. Prints the worst relative
-deviation per quantity and precision (the figures quoted in the README).
+deviation per quantity and precision (the figures quoted in docs/models.md).
 
 With FNQ_FIXTURE_DEVICE=cuda (CTest gpu_nequip_fixtures) the same runs on the GPU; there a
 model the CUDA backend refuses must be refused with a message (exit 2) naming what it lacks,

@@ -541,7 +541,7 @@ static void check_out_of_memory(void)
     fnq_model_free(m);
 }
 
-/* --no-oom: leave out the deliberate out-of-memory case (scripts/gpu-sanitize.sh: under
+/* --no-oom: leave out the deliberate out-of-memory case (scripts/gpu/gpu-sanitize.sh: under
  * compute-sanitizer every refused cudaMalloc is reported as an error, wanted or not) */
 int main(int argc, char **argv)
 {

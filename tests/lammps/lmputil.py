@@ -65,7 +65,7 @@ def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
     with open(path, "w") as f:
         f.write(os.environ.get("FNQ_LMP_PRELUDE", "") + "\n" + deck)
     # FNQ_LMP_WRAPPER: a command that runs LAMMPS, e.g. "compute-sanitizer --tool memcheck
-    # --error-exitcode 99" (scripts/gpu-sanitize.sh), on every rank
+    # --error-exitcode 99" (scripts/gpu/gpu-sanitize.sh), on every rank
     cmd = shlex.split(os.environ.get("FNQ_LMP_WRAPPER", "")) + \
         [lmp(), "-in", path, "-log", "none", "-echo", "screen"]
     env = dict(os.environ)

@@ -8,7 +8,7 @@ One LAMMPS run (pair_style fusednequip dtype float32 device cuda, nequix-mp-1, o
 k is chosen from the GPU's memory (nvidia-smi) so that the system needs about 1.5x more
 than the GPU has in the library's lean layout, the one it falls back to when the fast one does
 not fit: ~72 kB of device memory per Si atom in float32 (on the 80 GB H100, 1,000,000 atoms
-fit and 1,191,016 do not: README, bench/NOTES.md v11), so k = 8 (2.1 M atoms) on an 80 GB
+fit and 1,191,016 do not: docs/gpu.md, bench/NOTES.md v11), so k = 8 (2.1 M atoms) on an 80 GB
 H100 and k = 10 (4.1 M) on a 141 GB H200. LAMMPS itself then needs a few
 kB of host memory per atom (its full neighbour list with the skin, ~107 pairs per atom, and
 the pair style's copy of it): ~8 GB at 2.1 M atoms; the test skips when the host has less

@@ -12,8 +12,8 @@ includes the integrator's bounded oscillation, is reported and must stay below 1
 
 Arguments: --cells n (n x n x n conventional cells, 8 n^3 atoms), --steps, --temperature,
 --ranks. The default CTest case is what CI affords (64 atoms, 1000 steps); the case labelled
-`slow` is the full one of the issue (512 atoms at 600 K, 1000 steps, about 20 minutes on 2
-cores).
+`slow` is the full one of the issue (512 atoms at 600 K, 1000 steps; how long it takes:
+docs/developers.md).
 """
 import argparse
 import tempfile

@@ -4,14 +4,14 @@
 # LAMMPS in.si-nvt, float32, one rank per GPU, comm nccl, 3 steps of N^3 cells for each N given.
 # Each size prints LAMMPS' loop time, the library's memory line (layout, bytes per atom), its
 # step timing on rank 0, and, for a size that does not fit, the out-of-memory message. Each run
-# is capped (scripts/gpu-multigpu-setup.sh: FNQ_SECONDS, FNQ_RUN_SECONDS).
+# is capped (scripts/gpu/gpu-multigpu-setup.sh: FNQ_SECONDS, FNQ_RUN_SECONDS).
 # Default sizes: 4,096,000 / 6,229,504 / 8,000,000 atoms (80, 92, 100) on up to 4 GPUs;
 # 8,000,000 / 12,487,168 / 16,003,008 (100, 116, 126) on 8, where the issue asks >= 8 M.
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
-#   usage (device machine): OUT=... scripts/gpu-largest.sh [N ...]
+#   usage (device machine): OUT=... scripts/gpu/gpu-largest.sh [N ...]
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. scripts/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, capped
+cd "$(dirname "$0")/../.." || exit 1
+. scripts/gpu/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, capped
 sizes=("$@")
 if [ ${#sizes[@]} -eq 0 ]; then
   if [ "$gpus" -ge 8 ]; then sizes=(100 116 126); else sizes=(80 92 100); fi

@@ -3,7 +3,7 @@
 # wheels of .whl/nequip/ (nequip >= 0.7 and what it needs beyond the machine's PyTorch, e3nn
 # 0.6, e3nn-jax, OpenEquivariance; lists: bench/NOTES.md) into /tmp/site-nequip and points
 # Python at our library: $FNQ_LIBRARY if set, else build-gpu/core/libfusednequip.so
-# (scripts/gpu-build.sh). libcjson comes from the .deps/*.deb files when the system has none.
+# (scripts/gpu/gpu-build.sh). libcjson comes from the .deps/*.deb files when the system has none.
 # OpenEquivariance: its wheel built with its precompiled (stable-ABI) extension, which
 # AOTInductor packages load (bench/NOTES.md says how it is made); without one, its sdist's
 # source tree, which JIT-builds the extension on first use (fine for eager use, not for

@@ -2,13 +2,13 @@
 # Make .lammps-src/: the part of a LAMMPS source tarball needed to build an lmp with the PLUGIN
 # package (cmake/, src/'s top-level files, fmt/, PLUGIN/, MANYBODY/, MOLECULE/; about 12 MB),
 # small enough to carry to a GPU machine that has no LAMMPS and no network, where
-# scripts/gpu-lammps.sh builds it. Never committed (.gitignore).
-#   scripts/lammps-trim-source.sh lammps_20220106.git7586adbb6a+ds1.orig.tar.xz
+# scripts/gpu/gpu-lammps.sh builds it. Never committed (.gitignore).
+#   scripts/gpu/lammps-trim-source.sh lammps_20220106.git7586adbb6a+ds1.orig.tar.xz
 # (the tarball: `apt-get source --download-only lammps` on Debian 12, as scripts/lammps-headers.sh
 # fetches it)
 set -euo pipefail
 tarball=$(realpath "${1:?usage: lammps-trim-source.sh LAMMPS_SOURCE_TARBALL}")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xf "$tarball" -C "$work"

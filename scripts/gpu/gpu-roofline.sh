@@ -4,7 +4,7 @@
 # Device machine, after a build into build-gpu. usage: gpu-roofline.sh OUT.csv [SIZE] [DTYPE]
 # (SIZE: cubic repeats, 10 -> 8,000 Si)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=$1 size=${2:-10} dtype=${3:-float32}
 export FNQ_NO_CUDA_GRAPH=1 # kernels one by one, as the graph replays them
 metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum

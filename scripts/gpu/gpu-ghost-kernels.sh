@@ -7,17 +7,17 @@
 # puts the two side by side. Then the pack and unpack rates of the exchange alone
 # (bench/bench_halo, 2 ranks sharing the GPU through ipc).
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
-#   usage (device machine): OUT=... scripts/gpu-ghost-kernels.sh
+#   usage (device machine): OUT=... scripts/gpu/gpu-ghost-kernels.sh
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-. scripts/device-deps.sh
+. scripts/gpu/device-deps.sh
 [ -z "${FNQ_CMAKE_ARGS:-}" ] && [ -f /usr/lib/x86_64-linux-gnu/libnccl.so ] &&
   export FNQ_CMAKE_ARGS="-DFNQ_NCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so"
 out=${OUT:-/tmp} t0=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1
-bash scripts/gpu-lammps.sh > /tmp/build.log 2>&1 || { tail -20 /tmp/build.log; exit 1; }
+bash scripts/gpu/gpu-lammps.sh > /tmp/build.log 2>&1 || { tail -20 /tmp/build.log; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 deck=/tmp/ghost-deck
 mkdir -p $deck

@@ -2,8 +2,8 @@
 # Profile one kernel of a GPU evaluation with Nsight Compute and print where its warps stall,
 # by source line (device machine; builds first). usage: gpu-profile.sh KERNEL_REGEX [SKIP] [SIZE]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/gpu-build.sh >/dev/null
+cd "$(dirname "$0")/../.."
+bash scripts/gpu/gpu-build.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export FNQ_NO_CUDA_GRAPH=1
 out=${OUT:-/tmp}

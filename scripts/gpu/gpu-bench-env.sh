@@ -1,5 +1,5 @@
 # Device-side environment for bench/bench_peers.py (source it from the repository root after
-# scripts/gpu-build.sh): installs the carried peer wheels (.whl/) into /tmp/site, unpacks the
+# scripts/gpu/gpu-build.sh): installs the carried peer wheels (.whl/) into /tmp/site, unpacks the
 # OpenEquivariance source (it JIT-builds its extension on first use) and points Python at
 # our library.
 set -e

@@ -8,12 +8,12 @@
 # .nve-state (with .models/nequix/nequix-mp-1.nqx and .lammps-src, or .lammps-src.tar.xz to stay
 # under the 64 MiB carry) unpacks them and continues the same run. A warm machine keeps its
 # state in build-gpu/nve-long between calls.
-#   usage (device machine): OUT=... FNQ_SECONDS=560 scripts/gpu-nve-long.sh
+#   usage (device machine): OUT=... FNQ_SECONDS=560 scripts/gpu/gpu-nve-long.sh
 #   (FNQ_NVE_CELLS, FNQ_NVE_STEPS, FNQ_NVE_CHUNK: 40, 10000, 500)
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 if [ ! -f .lammps-src/src/pair.h ] && [ -f .lammps-src.tar.xz ]; then tar xJf .lammps-src.tar.xz; fi
-. scripts/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, $t0
+. scripts/gpu/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, $t0
 work=build-gpu/nve-long
 if [ ! -f $work/state.json ] && ls .nve-state/nve-state.part-* > /dev/null 2>&1; then
   mkdir -p $work && cat .nve-state/nve-state.part-* | tar x -C $work &&

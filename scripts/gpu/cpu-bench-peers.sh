@@ -5,20 +5,20 @@
 # JSON lines appended to $OUT/cpu-peers.jsonl (OUT default /tmp), then the table.
 #
 # Made for the GPU machines' 16-core host (offline): it builds a CPU-only library in build-cpu/
-# (cjson from .deps/*.deb where it is not installed, as scripts/gpu-build.sh does) and installs
-# the peers' wheels carried in .whl/ into /tmp/site, as scripts/gpu-bench-env.sh does:
+# (cjson from .deps/*.deb where it is not installed, as scripts/gpu/gpu-build.sh does) and installs
+# the peers' wheels carried in .whl/ into /tmp/site, as scripts/gpu/gpu-bench-env.sh does:
 #   nequix-*.whl e3nn_jax-*.whl jraph-*.whl matscipy-*.whl ase-3*.whl ase_db_backends-*.whl
 # (jax, torch, e3nn, torch_geometric, equinox, numpy, scipy are preinstalled there). The model is
 # .models/nequix/nequix-mp-1.nqx (MODEL overrides). Each worker is pinned to the first T CPUs.
 # One device command may run 10 minutes: split the work, and give WORKER_TIMEOUT (s) below the
 # call's limit: a `timeout` around this script ends the script, not the workers it started, and
 # those then load the host for the next call (2026-11-25). E.g.
-#   PEERS=fnq-f32,fnq-f64 scripts/cpu-bench-peers.sh   (MODES=model: the model call only)
-#   PEERS=nequix-jax SIZES=4 scripts/cpu-bench-peers.sh   (then SIZES=8, then nequix-torch)
+#   PEERS=fnq-f32,fnq-f64 scripts/gpu/cpu-bench-peers.sh   (MODES=model: the model call only)
+#   PEERS=nequix-jax SIZES=4 scripts/gpu/cpu-bench-peers.sh   (then SIZES=8, then nequix-torch)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
-. scripts/device-deps.sh # extra: CMake arguments for the carried libcjson
+. scripts/gpu/device-deps.sh # extra: CMake arguments for the carried libcjson
 if [ ! -f build-cpu/core/libfusednequip.so ]; then
   cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=Release -DFNQ_ENABLE_CUDA=OFF -DFNQ_BUILD_TESTS=OFF \
     -DFNQ_BUILD_LAMMPS=OFF "${extra[@]}" >/dev/null || exit 1

@@ -4,9 +4,9 @@
 # float32, model only (bench_cpu). Device machine, from the repository root, after a build into
 # build-gpu, or with FNQ_BIN naming a folder that holds bench_cpu and libfusednequip.so.0 built
 # for the GPU (carried). Needs .models (with nequix/) and .deps.
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models}
-. scripts/device-deps.sh # the carried libcjson on the library path
+. scripts/gpu/device-deps.sh # the carried libcjson on the library path
 bin=${FNQ_BIN:-build-gpu/bench}
 export LD_LIBRARY_PATH=$PWD/$bin:$PWD/build-gpu/core:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=index,name,pci.bus_id,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu --format=csv

@@ -4,8 +4,8 @@
 # results are wrong then, the timings are the point). Device machine; builds first.
 # usage: gpu-stage-times.sh [SIZE] [SKIP_MASKS...]   (SIZE: cubic repeats, 10 -> 8000 Si)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/gpu-build.sh >/dev/null
+cd "$(dirname "$0")/../.."
+bash scripts/gpu/gpu-build.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fnq-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export FNQ_NO_CUDA_GRAPH=1
 size=${1:-10}

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The scaling runs on a machine of 2 or more GPUs (issue: runs on 2, 4 and 8 GPUs), as made on
 # 4 H200s on 2026-11-26 (docs/multi-gpu.md): builds LAMMPS and the library
-# (scripts/gpu-lammps.sh), runs the `multigpu` test (NCCL without the harness against 1 rank),
+# (scripts/gpu/gpu-lammps.sh), runs the `multigpu` test (NCCL without the harness against 1 rank),
 # then bench/bench_lammps.py with one rank per GPU through NCCL: weak scaling at 64,000 and
 # 256,000 atoms per GPU (20^3 or 40x40x20 cells per GPU; LAMMPS splits the box evenly), strong
 # scaling of 32,000 and 256,000 atoms, `comm staged` beside the 64,000-per-GPU rows, and an
 # NVE run of 512,000 atoms x 1,000 steps on all the GPUs through 3 restarts (bench/bench_drift.py)
 # if time is left. JSON lines, the test log and the drift report into $OUT. Each run is capped
-# (scripts/gpu-multigpu-setup.sh). The exchange alone and its levers: scripts/gpu-exchange.sh.
+# (scripts/gpu/gpu-multigpu-setup.sh). The exchange alone and its levers: scripts/gpu/gpu-exchange.sh.
 # Needs .lammps-src, .deps and .models (with nequix/) carried.
-#   usage (device machine): OUT=... scripts/gpu-multigpu.sh   (FNQ_SECONDS: the budget, 540)
+#   usage (device machine): OUT=... scripts/gpu/gpu-multigpu.sh   (FNQ_SECONDS: the budget, 540)
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. scripts/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, capped
+cd "$(dirname "$0")/../.." || exit 1
+. scripts/gpu/gpu-multigpu-setup.sh # environment, build, $gpus, $threads, $out, capped
 (cd build-gpu && capped ctest -R '^lammps_multigpu$' -V > "$out/multigpu.log" 2>&1
  echo "lammps_multigpu rc $?"; grep -E "rel|bitwise|SKIP|FAIL|passed|Failed" "$out/multigpu.log" | tail -25)
 B="python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp
