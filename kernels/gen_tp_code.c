@@ -26,11 +26,20 @@
 
 #include "cg.h"
 
-#define LMAX 3
+#define LMAX 4
 
-/* (l1, lo, hi) of each group: every l2 (no register spills at 128 per thread; l1 = 2 and 3
- * split by l2 into two groups each ran slower: bench/NOTES.md, "Numbers behind comments") */
-static const int kGroups[][3] = {{0, 0, 3}, {1, 0, 3}, {2, 0, 3}, {3, 0, 3}};
+/* (l1, lo, hi, l3max) of each group: its paths are those of l1 with l2 in [lo, hi] and
+ * l3 <= l3max. A model's paths match a group when those of its input block with l2 in
+ * [lo, hi] are exactly the group's, so l3max keeps the groups of l <= 3 models (hidden irreps
+ * up to 3) apart from those of l = 4 models (up to 4).
+ * l <= 3: every l2 (no register spills at 128 per thread; l1 = 2 and 3 split by l2 into two
+ * groups each ran slower: bench/NOTES.md, "Numbers behind comments").
+ * l = 4: l2 split into [0, 2] and [3, 4], so that a lane's Y (25 values for l2 <= 4) and
+ * accumulators fit its registers. */
+static const int kGroups[][4] = {
+    {0, 0, 3, 3}, {1, 0, 3, 3}, {2, 0, 3, 3}, {3, 0, 3, 3},
+    {0, 0, 2, 4}, {0, 3, 4, 4}, {1, 0, 2, 4}, {1, 3, 4, 4}, {2, 0, 2, 4}, {2, 3, 4, 4},
+    {3, 0, 2, 4}, {3, 3, 4, 4}, {4, 0, 2, 4}, {4, 3, 4, 4}};
 
 /* One output element out[o] (o is index number `oi` of (m1, m2, m3): 0, 1 or 2) of a path
  * with coefficients c[(m1 d2 + m2) d3 + m3] (times coef): its terms c a[i] b[j] over the two
@@ -52,7 +61,7 @@ static void emit_grouped(FILE *f, const double *c, int d1, int d2, int d3, doubl
                          int o, const char *out, const char *a, int ai, const char *b, int bi)
 {
     const int dims[3] = {d1, d2, d3};
-    double seen[64]; /* distinct magnitudes of one output: at most 7 x 7 */
+    double seen[81]; /* distinct magnitudes of one output: at most 9 x 9 (l = 4) */
     int n_seen = 0;
     for (int p = 0; p < dims[ai]; p++)
         for (int q = 0; q < dims[bi]; q++) {
@@ -158,9 +167,10 @@ int main(int argc, char **argv)
     glist[0] = 0;
     for (int g = 0; g < n_groups; g++) {
         const int l1 = kGroups[g][0], lo = kGroups[g][1], hi = kGroups[g][2];
+        const int l3max = kGroups[g][3];
         int l2s[16], l3s[16], n = 0;
         for (int l2 = lo; l2 <= hi; l2++)
-            for (int l3 = abs(l1 - l2); l3 <= l1 + l2 && l3 <= LMAX; l3++)
+            for (int l3 = abs(l1 - l2); l3 <= l1 + l2 && l3 <= l3max; l3++)
                 if ((l1 + l2 + l3) % 2 == 0)
                     l2s[n] = l2, l3s[n] = l3, n++;
         fprintf(dev, "template <> struct Group<%d> {\n    static constexpr int L1 = %d, L2LO = %d, "

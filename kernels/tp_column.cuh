@@ -365,9 +365,9 @@ __device__ __forceinline__ REAL warp_sum_spread(const REAL (&v)[D], int lane, in
 
 /* dE/dY of one edge (NY values: the pass's Y from its first l2 on) and, with DT, its dE/dt,
  * summed over the warp in a fixed order and added to the warp's row of the edge: dy (its first
- * Y) and dt_at (slot nsh). Up to 8 values: one spread sum, one writer lane per value; more:
- * a 16-value spread sum (lane pairs hold each value) and a butterfly for dE/dt, written by
- * lane 1. */
+ * Y) and dt_at (slot nsh). Up to 8 values: one spread sum, one writer lane per value; more
+ * (l2 = 4 alone is 9): a 16-value spread sum (lane pairs hold each value) and a butterfly for
+ * dE/dt, written by lane 1. */
 template <int NY, bool DT, typename REAL>
 __device__ __forceinline__ void warp_sum_dy(const REAL *vy, REAL dt, int lane, uint32_t dy,
                                             uint32_t dt_at)
@@ -390,17 +390,20 @@ __device__ __forceinline__ void warp_sum_dy(const REAL *vy, REAL dt, int lane, u
         if ((lane & (32 / P2 - 1)) == 0 && idx < NV)
             shared_at<REAL>(idx < NY ? dy + idx * (int)sizeof(REAL) : dt_at) += s;
     } else {
-        static_assert(DT && NY <= 16, "more than 8 values: dE/dY of up to 16 and dE/dt");
+        static_assert(NY <= 16, "more than 8 values: dE/dY of up to 16 (and dE/dt)");
         REAL v[NY];
 #pragma unroll
         for (int m = 0; m < NY; m++)
             v[m] = vy[m];
         const REAL s = warp_sum_spread<NY>(v, lane, &idx);
+        if constexpr (DT) {
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            dt += __shfl_xor_sync(0xffffffffu, dt, off);
+            for (int off = 16; off > 0; off >>= 1)
+                dt += __shfl_xor_sync(0xffffffffu, dt, off);
+        }
+        /* the even lane of each pair writes its value of dE/dY, lane 1 dE/dt */
         const bool odd = (lane & 1) != 0;
-        if (odd ? lane == 1 : idx < NY)
+        if (odd ? DT && lane == 1 : idx < NY)
             shared_at<REAL>(odd ? dt_at : dy + idx * (int)sizeof(REAL)) += odd ? dt : s;
     }
 }
@@ -527,7 +530,8 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
                                                 dx_stride);
 }
 
-#define FNQ_TP_CODE(l1, l2, l3) ((l1) * 16 + (l2) * 4 + (l3))
+/* one number per (l1, l2, l3), each l <= 7 */
+#define FNQ_TP_CODE(l1, l2, l3) ((l1) * 64 + (l2) * 8 + (l3))
 
 template <bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
