@@ -5,8 +5,10 @@ of its structures: energy, per-atom energies (compute pe/atom) and forces, plus 
 
 Structures: the periodic triclinic multi-element cell, the cell smaller than twice the cutoff
 (an atom's ghosts include its own images) and the molecule (boundary f f f in a box around
-it). The periodic float64 cases also run on 2 MPI ranks, so the per-layer exchange carries
-NequIP's feature rows (several irreps, both parities, resnet) between domains.
+it); for the foundation-like models (fm_*) also a periodic cell with two atoms 0.6-1.0 A
+apart, where the ZBL pair term dominates. The periodic float64 cases also run on 2 and 4 MPI
+ranks, so the per-layer exchange carries NequIP's feature rows (several irreps, both parities,
+resnet) between domains and the pair term's forces on ghosts go back to their owners.
 
 Relative: max |LAMMPS - nequip| over the components of a quantity divided by max |nequip|.
 """
@@ -73,7 +75,7 @@ def compare(c, label, got, ref, tol):
 def main():
     c = Checker("LAMMPS vs nequip fixtures")
     refs = sorted(glob.glob(os.path.join(FIXTURES, "*.json")))
-    c.check(len(refs) >= 7, f"expected at least 7 fixture models in {FIXTURES}, found "
+    c.check(len(refs) >= 13, f"expected at least 7 fixture models in {FIXTURES}, found "
                             f"{len(refs)}")
     for ref_path in refs:
         ref = json.load(open(ref_path))
@@ -89,7 +91,7 @@ def main():
             expect = rotated_reference(want, rot)
             runs = [(dtype, 1) for dtype in TOL]
             if boundary == "p p p":
-                runs.append(("float64", 2))
+                runs += [("float64", 2), ("float64", 4)]
             for dtype, ranks in runs:
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=ranks, model=model,
