@@ -578,7 +578,7 @@ static enum fnq_status read_pair_potential(const cJSON *h, const char *file, str
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
     for (int32_t t = 0; t < m->n_species; t++) {
         char path[64];
-        int32_t z;
+        int32_t z = 0;
         snprintf(path, sizeof(path), "pair_potential.atomic_numbers[%d]", t);
         FNQ_CHECK(get_int(cJSON_GetArrayItem(zs, t), file, path, 1, 118, &z));
         p->charge[t] = z;
