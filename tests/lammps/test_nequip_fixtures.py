@@ -1,7 +1,8 @@
 """Every converted NequIP fixture model (tests/fixtures/nequip, made by nequip 0.6.2 and a
 current nequip) run through pair_style fusednequip equals nequip's own float64 outputs on each
 of its structures: energy, per-atom energies (compute pe/atom) and forces, plus the virial
-(compute pressure) on the periodic cells; to 1e-10 relative in float64 and 1e-5 in float32.
+(compute pressure) and the sum of the per-atom virials (compute stress/atom) on the periodic
+cells; to 1e-10 relative in float64 and 1e-5 in float32.
 
 Structures: the periodic triclinic multi-element cell, the cell smaller than twice the cutoff
 (an atom's ghosts include its own images) and the molecule (boundary f f f in a box around
@@ -67,6 +68,8 @@ def compare(c, label, got, ref, tol):
             "F": rel_diff(flat(got["forces"]), flat(ref["forces"]))}
     if "virial" in ref:
         devs["W"] = rel_diff(got["virial"], ref["virial"])
+        # the per-atom virials (compute stress/atom; ZBL's included) sum to the virial
+        devs["sum W_i"] = rel_diff(got["atom_virial_sum"], ref["virial"])
     print(f"{label:52s} " + ", ".join(f"{k} {v:.1e}" for k, v in devs.items()))
     for k, v in devs.items():
         c.check(v <= tol, f"{label}: {k} differs from nequip by {v:.2e} relative (> {tol:g})")
