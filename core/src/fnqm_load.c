@@ -187,14 +187,20 @@ static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const c
         st = fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
     if (st == FNQ_STATUS_OK) {
         lin->species_indexed = 1;
-#pragma omp parallel for schedule(static)
-        for (int32_t t = 0; t < n_species; t++) {
-            double *set = lin->w + (size_t)t * (size_t)n_w;
-            memset(set, 0, sizeof(double) * (size_t)n_w);
-            for (int64_t k = 0; k < K; k++) {
-                const double ck = c[t * K + k], *wk = w + k * n_w;
-                for (int64_t i = 0; i < n_w; i++)
-                    set[i] += ck * wk[i];
+        /* by column blocks, so that a block of the K sets stays in cache for every species
+         * (NequIP-OAM-XL: 32 sets of 860,000 weights -> 89 species in about a second) */
+        const int64_t cols = 2048;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t i0 = 0; i0 < n_w; i0 += cols) {
+            const int64_t n = n_w - i0 < cols ? n_w - i0 : cols;
+            for (int32_t t = 0; t < n_species; t++) {
+                double *set = lin->w + (size_t)t * (size_t)n_w + i0;
+                memset(set, 0, sizeof(double) * (size_t)n);
+                for (int64_t k = 0; k < K; k++) {
+                    const double ck = c[t * K + k], *wk = w + k * n_w + i0;
+                    for (int64_t i = 0; i < n; i++)
+                        set[i] += ck * wk[i];
+                }
             }
         }
     }
