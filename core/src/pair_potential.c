@@ -73,8 +73,3 @@ void fnq__pair_add_edge_gradients(const struct fnq_model *m, const struct fnq_gr
             edge_grad[3 * e + k] += de_dr * g->edge_vec[3 * e + k] / r;
     }
 }
-
-const char *fnq__pair_kind_name(enum fnq_pair_kind kind)
-{
-    return kind == FNQ_PAIR_ZBL ? "ZBL" : "none";
-}

@@ -12,6 +12,3 @@ double fnq__pair_atom_energy(const struct fnq_model *m, const struct fnq_graph *
 /* edge_grad[e] += dE_pair/dr_e for every edge (nothing without a pair term). */
 void fnq__pair_add_edge_gradients(const struct fnq_model *m, const struct fnq_graph *g,
                                   double *edge_grad);
-
-/* "ZBL", or "none" */
-const char *fnq__pair_kind_name(enum fnq_pair_kind kind);
