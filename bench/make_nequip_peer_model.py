@@ -90,7 +90,9 @@ def make(args):
     ckdir = os.path.join(work, "ck")
     with open(os.path.join(work, "config.yaml"), "w") as f:
         f.write(CONFIG.format(types=json.dumps(types), data=data, r_max=args.r_max,
-                              ckdir=ckdir, seed=args.seed, dtype=args.dtype, model=model_yaml))
+                              ckdir=ckdir, seed=args.seed, dtype=args.dtype, model=model_yaml,
+                              target="nequip.model.NequIPGNNModel",
+                              mapper_key="model_type_names"))
     subprocess.run([sys.executable, "-m", "nequip.scripts.train", "-cp", work, "-cn", "config",
                     f"hydra.run.dir={work}/run"], check=True, cwd=work)
     ckpt = os.path.join(out, NAME + ".ckpt")

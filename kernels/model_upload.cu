@@ -474,6 +474,12 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
 {
     const int table_intervals = c.table_intervals;
     memset(dm, 0, sizeof(*dm));
+    /* refused before anything is allocated, so that device auto falls back to the CPU */
+    if (m->pair.kind != FNQ_PAIR_NONE)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "the CUDA backend does not evaluate the pair potential %s yet (use "
+                         "device 'cpu')",
+                         m->pair.kind == FNQ_PAIR_ZBL ? "ZBL" : "term");
     Allocations *al = new Allocations();
     dm->allocations = al;
     dm->n_layers = m->n_layers;

@@ -10,6 +10,7 @@
 #include "cpu_eval.h"
 #include "hot.h"
 #include "options.h"
+#include "pair_potential.h"
 #include "parallel.h"
 #include "radial.h"
 #include "radial_table.h"

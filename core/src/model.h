@@ -156,6 +156,25 @@ struct fnq_sh_plan {
     struct fnq_sh_term *terms;
 };
 
+/* A pair term added to the network's per-atom energies, unscaled (nequip's `pair_potential`
+ * module, after per_type_energy_scale_shift). Per directed edge e = (i <- j) at distance r the
+ * receiver i gets E_e = 0.5 V(r; i, j) f_p(r / cutoff), so each pair's energy splits evenly
+ * between its atoms; f_p is the polynomial envelope of the radial basis (cutoff <= the model's).
+ *   ZBL: V = k_e Zi Zj / r * sum_k c_k exp(d_k x), x = r (Zi^0.23 + Zj^0.23) / 0.46850 A,
+ *        with LAMMPS pair_zbl's universal screening constants (pair_potential.c). */
+enum fnq_pair_kind {
+    FNQ_PAIR_NONE = 0,
+    FNQ_PAIR_ZBL = 1
+};
+
+struct fnq_pair_potential {
+    enum fnq_pair_kind kind;
+    double cutoff;   /* envelope f_p(r / cutoff), 0 beyond */
+    double poly_p;   /* envelope exponent */
+    double coulomb;  /* k_e = e^2 / (4 pi eps0) in the model's units (metal: 14.399645 eV A) */
+    double *charge;  /* [n_species] Z of each species (ZBL) */
+};
+
 struct fnq_model {
     char family[16]; /* "nequix" | "nequip" */
     char source[4096];
@@ -184,6 +203,7 @@ struct fnq_model {
 
     double *energy_scale; /* [n_species]: E_i = scale[t] * e_i + shift[t] */
     double *energy_shift; /* [n_species] */
+    struct fnq_pair_potential pair; /* kind FNQ_PAIR_NONE: none */
 
     /* Extra strings shown by `fusednequip info` (training set, hyperparameters, ...) */
     char notes[2048];

@@ -52,6 +52,7 @@ void fnq__model_release(struct fnq_model *m)
     free(m->embed);
     free(m->energy_scale);
     free(m->energy_shift);
+    free(m->pair.charge);
     free(m);
 }
 

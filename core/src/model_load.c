@@ -268,6 +268,9 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
         PUT("layer %d: %s -> messages %s (%d paths, %d radial weights) -> %s%s\n", i, a, b,
             L->n_paths, L->radial.size[L->radial.n_layers], c, L->resnet ? " (+ resnet)" : "");
     }
+    if (m->pair.kind == FNQ_PAIR_ZBL)
+        PUT("pair potential: ZBL (k_e %.10g, envelope p = %g over %.10g A), added unscaled\n",
+            m->pair.coulomb, m->pair.poly_p, m->pair.cutoff);
     PUT("%s\nspecies (%d):", m->notes, m->n_species);
     for (int32_t t = 0; t < m->n_species; t++)
         PUT(" %s", m->species_symbol[t]);

@@ -5,20 +5,26 @@
 
 #include <math.h>
 
-void fnq__radial_basis(const struct fnq_model *m, double d, double *basis, double *dbasis)
+void fnq__poly_envelope(double p, double u, double *f, double *df_du)
 {
-    const double rc = m->cutoff, p = m->poly_p;
-    const double u = d / rc;
-    double f = 0.0, df = 0.0;
+    *f = 0.0, *df_du = 0.0;
     if (u < 1.0) {
         double up = pow(u, p);
-        f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
-            0.5 * p * (p + 1.0) * up * u * u;
+        *f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
+             0.5 * p * (p + 1.0) * up * u * u;
         /* df/du = -(p+1)(p+2)/2 p u^(p-1) + p(p+2)(p+1) u^p - p(p+1)(p+2)/2 u^(p+1) */
         double upm1 = pow(u, p - 1.0);
-        df = (-0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
-              0.5 * p * (p + 1.0) * (p + 2.0) * up * u) / rc;
+        *df_du = -0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
+                 0.5 * p * (p + 1.0) * (p + 2.0) * up * u;
     }
+}
+
+void fnq__radial_basis(const struct fnq_model *m, double d, double *basis, double *dbasis)
+{
+    const double rc = m->cutoff;
+    double f, df;
+    fnq__poly_envelope(m->poly_p, d / rc, &f, &df);
+    df /= rc;
     const double pre = 2.0 / rc;
     for (int32_t n = 0; n < m->n_basis; n++) {
         double w = m->bessel_freq[n] / rc;

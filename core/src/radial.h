@@ -7,5 +7,8 @@
 
 #include "model.h"
 
+/* f(u) and df/du (the envelope alone; nequip applies it to its pair terms too) */
+void fnq__poly_envelope(double p, double u, double *f, double *df_du);
+
 /* basis[n_basis] and, if dbasis != NULL, its derivative with respect to d */
 void fnq__radial_basis(const struct fnq_model *m, double d, double *basis, double *dbasis);

@@ -27,7 +27,7 @@ def rel(ours, ref):
 
 
 def test_fixtures_present():
-    assert len(REFS) >= 7, f"fixture references missing in {FIXTURES}"
+    assert len(REFS) >= 13, f"fixture references missing in {FIXTURES}"
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -91,6 +91,43 @@ def main():
     edit("a multiplicity beyond 32 bits",
          lambda h: h["layers"][0].update(irreps_gate_in="2147483648x0e+6x1o+6x2e"),
          "layers[0].irreps_gate_in", "irreps string")
+
+    # a model with a pair term (ZBL) and a factored self-connection
+    zbl_model = os.path.join(FIXTURES, "fm_l_like_zbl_4sp.fnqm")
+    zbl_header, zbl_rest = split(open(zbl_model, "rb").read())
+    zbl_xyz = os.path.join(FIXTURES, "fm_l_like_zbl_4sp.molecule.xyz")
+    rc, _, err = run("eval", zbl_model, zbl_xyz, check=False)
+    c.check(rc == 0, f"the unedited ZBL model must evaluate: {err}")
+
+    def edit_zbl(label, fn, *needles):
+        h = json.loads(json.dumps(zbl_header))
+        fn(h)
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, "bad.fnqm")
+            open(p, "wb").write(joined(h, zbl_rest))
+            expect(c, label, ["eval", p, zbl_xyz], 2, "bad.fnqm", *needles)
+
+    edit_zbl("unknown pair term", lambda h: h["pair_potential"].update(kind="lj"),
+             "pair_potential.kind")
+    edit_zbl("one atomic number too few",
+             lambda h: h["pair_potential"]["atomic_numbers"].pop(),
+             "pair_potential.atomic_numbers", "one atomic number per species")
+    edit_zbl("a species without an atomic number",
+             lambda h: h["pair_potential"]["atomic_numbers"].__setitem__(0, 0),
+             "pair_potential.atomic_numbers[0]")
+    edit_zbl("pair cutoff beyond the model's",
+             lambda h: h["pair_potential"].update(cutoff=h["cutoff"] + 1), "pair_potential")
+    edit_zbl("missing Coulomb constant", lambda h: h["pair_potential"].pop("coulomb_constant"),
+             "pair_potential.coulomb_constant")
+    edit_zbl("factored linear: coefficients of another shape",
+             lambda h: h["layers"][1]["self_connection"].update(
+                 species_coefficients=h["layers"][1]["self_connection"]["weights"]),
+             "layers[1].self_connection.species_coefficients")
+    edit_zbl("factored linear: weights of another layer",
+             lambda h: h["layers"][1]["self_connection"].update(
+                 weights=h["layers"][5]["self_connection"]["weights"]),
+             "layers[1].self_connection.weights", "the model needs")
+
     h = json.loads(json.dumps(header))
     h["cutoff"] = "@"
     case("a number beyond float64 (1e999, read as infinity)",

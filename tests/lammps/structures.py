@@ -119,7 +119,7 @@ def triclinic_quartz(n1=3, n2=3, n3=2, seed=7):
 
 def masses(symbols):
     known = {"H": 1.008, "Li": 6.94, "C": 12.011, "N": 14.007, "O": 15.9994, "Si": 28.0855,
-             "P": 30.973762, "S": 32.06, "Fe": 55.845, "Cu": 63.546}
+             "P": 30.973762, "S": 32.06, "Fe": 55.845, "Cu": 63.546, "Pt": 195.084}
     return [known[s] for s in symbols]
 
 

@@ -161,19 +161,14 @@ def linear_fan_in(irreps_in, irreps_out, k):
     return sum(mi for mi, li, pi in irreps_in if (li, pi) == irreps_out[k][1:])
 
 
-def self_connection_per_species(w, irreps_in, irreps_out, attrs):
-    """NequIP's self-connection FullyConnectedTensorProduct(h, a, out) with a node attribute
-    a = attrs[t] that depends on the species only (one-hot or type embedding), folded into one
-    e3nn-Linear weight set per species, so that the file's Linear (with its 1/sqrt(fan-in))
-    gives the same numbers.
+def self_connection_factored(w, irreps_in, irreps_out, n_attr):
+    """NequIP's self-connection FullyConnectedTensorProduct(h, a, out) with an n_attr-wide node
+    attribute a as n_attr e3nn-Linear weight sets W[q] ([n_attr, linear_numel]): for an atom
+    whose attribute is a, the linear's weights are sum_q a[q] W[q] / sqrt(n_attr).
 
-    w: the flat FCTP weight (per instruction (mul_in, n_attr, mul_out), input-major);
-    attrs: [n_species, n_attr]. Returns [n_species, linear_numel] (float64).
-    """
+    w: the flat FCTP weight (per instruction (mul_in, n_attr, mul_out), input-major)."""
     import numpy as np
     w = np.asarray(w, dtype=np.float64).ravel()
-    attrs = np.asarray(attrs, dtype=np.float64)
-    n_attr = attrs.shape[1]
     parts, off = [], 0
     for mi, li, pi in irreps_in:
         for mo, lo, po in irreps_out:
@@ -182,11 +177,19 @@ def self_connection_per_species(w, irreps_in, irreps_out, attrs):
             if off + mi * n_attr * mo > w.size:
                 raise LayoutError(f"self-connection has {w.size} weights, the layout needs more")
             block = w[off:off + mi * n_attr * mo].reshape(mi, n_attr, mo)
-            # FCTP 'element' normalisation is 1/sqrt(n_attr * fan_in); the file's Linear applies
-            # 1/sqrt(fan_in), so the folded weights carry 1/sqrt(n_attr)
-            folded = np.einsum("uqv,tq->tuv", block, attrs) / np.sqrt(n_attr)
-            parts.append(folded.reshape(len(attrs), mi * mo))
+            parts.append(block.transpose(1, 0, 2).reshape(n_attr, mi * mo))
             off += mi * n_attr * mo
     if off != w.size:
         raise LayoutError(f"self-connection has {w.size} weights, the layout needs {off}")
-    return np.concatenate(parts, axis=1) if parts else np.zeros((len(attrs), 0))
+    return np.concatenate(parts, axis=1) if parts else np.zeros((n_attr, 0))
+
+
+def self_connection_per_species(w, irreps_in, irreps_out, attrs):
+    """The self-connection folded into one e3nn-Linear weight set per species, for a node
+    attribute attrs[t] that depends on the species only ([n_species, n_attr]; one-hot in
+    nequip 0.6). FCTP 'element' normalisation is 1/sqrt(n_attr * fan_in); the file's Linear
+    applies 1/sqrt(fan_in), so the sets carry 1/sqrt(n_attr). Returns [n_species, numel]."""
+    import numpy as np
+    attrs = np.asarray(attrs, dtype=np.float64)
+    n_attr = attrs.shape[1]
+    return attrs @ self_connection_factored(w, irreps_in, irreps_out, n_attr) / np.sqrt(n_attr)

@@ -26,6 +26,12 @@ class FnqmModel:
         self._arrays.append((name, values))
         return name
 
+    def has(self, name):
+        return any(n == name for n, _ in self._arrays)
+
+    def get(self, name):
+        return next(v for n, v in self._arrays if n == name)
+
     def write(self, path):
         header = dict(self.header)
         header["arrays"] = [{"name": n, "shape": list(v.shape)} for n, v in self._arrays]

@@ -32,7 +32,8 @@ def build_fnqm(d):
         self_connection (None, or f(irreps_in, irreps_gate_in) -> per-species linear weights
         [T, n]), resnet, expect_out (optional)},
     readout: list of (irreps_in or None for "last layer output", irreps_out, flat weights),
-    energy_scale [T], energy_shift [T].
+    energy_scale [T], energy_shift [T],
+    pair_potential (optional): the header's "pair_potential" object (ZBL).
     """
     T = len(d["species"])
     f = FnqmModel()
@@ -82,12 +83,24 @@ def build_fnqm(d):
                      linear_numel(lay["irreps_messages"], lay["irreps_gate_in"]))
         j["linear_2"] = f.array(p + "linear_2", lin2)
         if L["self_connection"] is not None:
-            # a callable folds the source's self-connection into per-species linear weights,
-            # which needs this layer's input and gate-input irreps
-            sc = np.asarray(L["self_connection"](prev, lay["irreps_gate_in"]), dtype=np.float64)
-            _check_count(f"{where} self-connection", sc.shape[1],
+            # a callable lays the source's self-connection out as linear weights, which needs
+            # this layer's input and gate-input irreps: per-species sets [T, n], or factored
+            # (sets [K, n], species coefficients [T, K]; docs/model-format.md)
+            sc = L["self_connection"](prev, lay["irreps_gate_in"])
+            sets, coeffs = sc if isinstance(sc, tuple) else (sc, None)
+            sets = np.asarray(sets, dtype=np.float64)
+            _check_count(f"{where} self-connection", sets.shape[1],
                          linear_numel(prev, lay["irreps_gate_in"]))
-            j["self_connection"] = f.array(p + "self_connection", sc)
+            j["self_connection"] = f.array(p + "self_connection", sets)
+            if coeffs is not None:
+                name = "self_connection_coefficients"
+                if not f.has(name):
+                    f.array(name, coeffs)
+                elif not np.array_equal(f.get(name), coeffs):
+                    raise ConversionError(f"{where}: self-connection coefficients differ from "
+                                          f"the other layers'")
+                j["self_connection"] = {"weights": j["self_connection"],
+                                        "species_coefficients": name}
         else:
             j["self_connection"] = None
         j["gate"] = lay["gate"]
@@ -111,6 +124,8 @@ def build_fnqm(d):
                                 np.broadcast_to(np.asarray(d["energy_scale"], float), (T,)))
     h["energy_shift"] = f.array("energy_shift",
                                 np.broadcast_to(np.asarray(d["energy_shift"], float), (T,)))
+    if d.get("pair_potential") is not None:
+        h["pair_potential"] = dict(d["pair_potential"])
     return f
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .e3nn_layout import parse_irreps, self_connection_per_species
+from .e3nn_layout import parse_irreps, self_connection_factored
 from .elements import is_element
 from .nequip_common import ConversionError, activation, build_fnqm, fold_scalar_linear_alpha
 
@@ -48,30 +48,104 @@ def _act_of(fn, where):
     raise ConversionError(f"{where}: activation {name} is not supported")
 
 
+# nequip versions whose files this converter was checked on (tests/fixtures/nequip); others
+# are tried, with a warning naming these
+KNOWN_VERSIONS = ("0.13", "0.14", "0.16", "0.17", "0.19")
+
+
+def _minor(version):
+    return ".".join(str(version).split(".")[:2])
+
+
+def _is_package(path):
+    """torch.package archive (nequip-package) rather than a torch.save checkpoint"""
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return any(n.endswith(".data/extern_modules") for n in z.namelist())
+
+
+def _maker_version(path, package):
+    """The nequip version that wrote the file, from its metadata (None if not recorded)."""
+    import re
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            if package:
+                meta = [n for n in z.namelist() if n.endswith("model/package_metadata.txt")]
+                text = z.read(meta[0]).decode() if meta else ""
+                m = re.search(r"^\s*nequip:\s*['\"]?([0-9][^\s'\"]*)", text, re.M)
+                return m.group(1) if m else None
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    return None
+
+
 def _load(path):
+    """(GraphModel, installed nequip version, version that made the file or None)"""
+    import contextlib
+    import io
+    import os
+    import sys
+    import tempfile
     try:
         import torch  # noqa: F401
-        import nequip  # noqa: F401
-        from nequip.model.saved_models import load_saved_model
+        import nequip
     except ImportError as err:
         raise ConversionError(f"{path}: converting nequip >= 0.7 files needs the nequip package "
                               f"(pip install nequip): {err}") from err
+    installed = getattr(nequip, "__version__", "?")
     try:  # nequip refuses to build models before its global state (dtype, seeds) is set
         from nequip.utils.global_state import set_global_state
         set_global_state()
     except ImportError:
         pass
+    package = _is_package(path)
+    made_by = _maker_version(path, package)
+    for v, what in ((installed, "installed"), (made_by, "that made the file")):
+        if v is not None and _minor(v) not in KNOWN_VERSIONS:
+            print(f"fusednequip-convert: warning: nequip {v} ({what}) is not one this converter "
+                  f"was checked with (nequip {', '.join(KNOWN_VERSIONS)}); converting anyway",
+                  file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        # nequip picks the loader by the file name's ending
+        want = ".nequip.zip" if package else ".ckpt"
+        src = str(path)
+        if not src.endswith(want):
+            src = os.path.join(tmp, "model" + want)
+            os.symlink(os.path.abspath(str(path)), src)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                model = _load_with_nequip(src, package)
+        except ConversionError:
+            raise
+        except Exception as err:  # noqa: BLE001 - nequip/torch raise many kinds for bad files
+            raise ConversionError(
+                f"{path}: nequip {installed} could not load it ({type(err).__name__}: "
+                f"{str(err).strip()[:400]}); this converter was checked with files of nequip "
+                f"{', '.join(KNOWN_VERSIONS)}") from err
+    if isinstance(model, torch.nn.ModuleDict) and "sole_model" in model:
+        model = model["sole_model"]
+    return model, installed, made_by
+
+
+def _load_with_nequip(src, package):
+    """nequip's own loader: load_saved_model from 0.16 on, ModelFromPackage/-Checkpoint
+    before (0.13, 0.14)."""
     try:
-        return load_saved_model(str(path), compile_mode="eager"), nequip.__version__
-    except ConversionError:
-        raise
-    except Exception as err:  # noqa: BLE001 - nequip/torch raise many kinds for bad files
-        raise ConversionError(f"{path}: nequip could not load it ({type(err).__name__}: "
-                              f"{str(err).strip()[:400]})") from err
+        from nequip.model.saved_models import load_saved_model
+        return load_saved_model(src, compile_mode="eager")
+    except ImportError:
+        pass
+    from nequip.model.saved_models import ModelFromCheckpoint, ModelFromPackage
+    if package:
+        return ModelFromPackage(src, compile_mode="eager")
+    from nequip.model.modify_utils import only_apply_persistent_modifiers
+    with only_apply_persistent_modifiers(persistent_only=True):
+        return ModelFromCheckpoint(src, compile_mode="eager")
 
 
 def convert_current(path, species=None):
-    graph_model, version = _load(path)
+    graph_model, version, made_by = _load(path)
     if isinstance(graph_model, dict) or not hasattr(graph_model, "model"):
         raise ConversionError(f"{path}: holds several models or no GraphModel; only single "
                               f"NequIP models are supported")
@@ -86,10 +160,7 @@ def convert_current(path, species=None):
     names = [n for n, _ in func.named_children()]
     layer_names = [n for n in names if n.startswith("layer") and n.endswith("_convnet")]
     for n in names:
-        if n == "pair_potential":
-            raise ConversionError(f"{path}: pair_potential ({type(getattr(func, n)).__name__}) "
-                                  f"is not supported")
-        if n not in FUNC_CHILDREN and n not in layer_names:
+        if n not in FUNC_CHILDREN and n not in layer_names and n != "pair_potential":
             raise ConversionError(f"{path}: model part '{n}' ({type(getattr(func, n)).__name__}) "
                                   f"is not supported (Allegro or a custom NequIP model?)")
     if not layer_names or "type_embed" not in names:
@@ -144,14 +215,15 @@ def convert_current(path, species=None):
         scalar_acts = [_act_of(a, f"{where} scalar activation") for a in gate.act_scalars.acts]
         gate_acts = [_act_of(a, f"{where} gate activation") for a in gate.act_gates.acts]
         radial, radial_act = _scalar_mlp(conv.edge_mlp, where + " radial MLP")
-        norm = _np(conv.avg_num_neighbors_norm.norm_const).ravel()
+        norm = _neighbour_norm(conv, where)
         for lin in (conv.linear_1, conv.linear_2):
             if getattr(lin, "bias", None) is not None and lin.bias.numel() > 0:
                 raise ConversionError(f"{where}: linear biases are not supported")
         sc = None
-        if conv.sc is not None:  # FCTP(h, type embedding) as per-species linear weights
-            sc = (lambda w: lambda irreps_in, irreps_gate_in: self_connection_per_species(
-                w, irreps_in, irreps_gate_in, embed))(_np(conv.sc.weight))
+        if conv.sc is not None:  # FCTP(h, type embedding): K = F_embed sets, embedding-weighted
+            sc = (lambda w: lambda irreps_in, irreps_gate_in: (self_connection_factored(
+                w, irreps_in, irreps_gate_in, embed.shape[1]), embed / math.sqrt(embed.shape[1])))(
+                _np(conv.sc.weight))
         layers.append({
             "hidden": _irreps(layer.feature_irreps_hidden),
             "scalar_acts": lambda l, p, k, a=scalar_acts: a[k],
@@ -182,7 +254,8 @@ def convert_current(path, species=None):
     shifts = _np(ss.shifts).ravel() if ss.has_shifts else np.zeros(1)
     d = {
         "family": "nequip",
-        "notes": f"converted from nequip {version} file {str(path).rsplit('/', 1)[-1]} "
+        "notes": f"converted by nequip {version} from file {str(path).rsplit('/', 1)[-1]}"
+                 f"{f' (made by nequip {made_by})' if made_by else ''} "
                  f"(model_dtype {meta.get('model_dtype', '?')})",
         "num_parameters": int(sum(p.numel() for p in graph_model.parameters())),
         "species": list(symbols), "cutoff": r_max, "bessel_freq": bessel,
@@ -191,8 +264,51 @@ def convert_current(path, species=None):
         "layers": layers, "readout": readout,
         "energy_scale": np.broadcast_to(scales, (T,)),
         "energy_shift": np.broadcast_to(shifts, (T,)),
+        "pair_potential": _pair_potential(getattr(func, "pair_potential", None), r_max,
+                                          float(be.cutoff.p), T, path),
     }
     return build_fnqm(d)
+
+
+def _neighbour_norm(conv, where):
+    """1/sqrt(avg_num_neighbors) per type (or one value): the buffer
+    avg_num_neighbors_norm.norm_const from nequip 0.16 on, the float scatter_norm_factor before
+    (None: no normalisation)."""
+    mod = getattr(conv, "avg_num_neighbors_norm", None)
+    if mod is not None:
+        return _np(mod.norm_const).ravel()
+    if hasattr(conv, "scatter_norm_factor"):
+        f = conv.scatter_norm_factor
+        return np.array([1.0 if f is None else float(f)])
+    raise ConversionError(f"{where}: neither avg_num_neighbors_norm (nequip >= 0.16) nor "
+                          f"scatter_norm_factor (nequip 0.13-0.15) found: the neighbour "
+                          f"normalisation of this nequip version is unknown")
+
+
+def _pair_potential(pp, r_max, model_p, T, path):
+    """The `pair_potential` module as the .fnqm header's "pair_potential" (ZBL), or None."""
+    if pp is None:
+        return None
+    kind = type(pp).__name__
+    if kind != "ZBL":
+        raise ConversionError(f"{path}: pair_potential {kind} (model config key "
+                              f"'pair_potential', module nequip.nn.pair_potential.{kind}) is not "
+                              f"supported; only ZBL is")
+    if getattr(pp, "per_atom_energy_field", "atomic_energy") != "atomic_energy":
+        raise ConversionError(f"{path}: pair_potential ZBL writes to the field "
+                              f"'{pp.per_atom_energy_field}', not the per-atom energy")
+    z = _np(pp.atomic_numbers).ravel()
+    if z.size != T or np.any(z != np.round(z)) or np.any(z < 1) or np.any(z > 118):
+        raise ConversionError(f"{path}: pair_potential ZBL: atomic numbers {z.tolist()} (config "
+                              f"key 'pair_potential.chemical_species') are not one element per "
+                              f"model type ({T} types)")
+    # nequip >= 0.17 gives ZBL its own envelope (pair_potential.cutoff, p default 6); before,
+    # ZBL multiplies by the model's edge cutoff (polynomial_cutoff_p)
+    own = getattr(pp, "cutoff", None)
+    p = float(own.p) if own is not None and hasattr(own, "p") else model_p
+    return {"kind": "zbl", "atomic_numbers": [int(v) for v in z],
+            "coulomb_constant": 2.0 * float(_np(pp._qqr2exesquare)),
+            "cutoff": r_max, "polynomial_p": p}
 
 
 def _mlp_layers(fn, where):
