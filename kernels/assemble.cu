@@ -3,6 +3,7 @@
  * edges it receives and sends (by-sender index, no atomics):
  *   F_i = sum_{e recv i} g_e - sum_{e send i} g_e,  W_i = 1/2 sum over both of w_e,
  *   w_e = -sym(g_e (x) r_e);
+ * its energy: the network's, scaled and shifted, plus the pair term of the edges it receives;
  * then one block sums energies and virials in a fixed order (each thread every 512th atom,
  * then a tree), so the totals are bitwise reproducible.
  */
@@ -31,14 +32,21 @@ __global__ void __launch_bounds__(kAssembleThreads) assemble_kernel(AssembleArgs
     const int lane = threadIdx.x & 31;
     if (i >= a.n_all) /* the whole warp */
         return;
-    double s[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, w[6]; /* force, then virial */
+    /* force, virial, then the pair term's energy */
+    double s[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, w[6];
     if (i < a.n_local)
         for (int64_t e = a.recv_start[i] + lane; e < a.recv_start[i + 1]; e += 32) {
-            const double *g = a.edge_grad + 3 * e;
+            const double *g = a.edge_grad + 3 * e, *r = a.edge_vec + 3 * e;
             s[0] += g[0], s[1] += g[1], s[2] += g[2];
-            edge_virial(g, a.edge_vec + 3 * e, w);
+            edge_virial(g, r, w);
             for (int k = 0; k < 6; k++)
                 s[3 + k] += 0.5 * w[k];
+            if (a.pair.term.on) {
+                double e_pair, de_dr;
+                pair_term_edge(a.pair.term, a.species[i], a.species[a.pair.edge_send[e]],
+                               sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]), &e_pair, &de_dr);
+                s[9] += e_pair;
+            }
         }
     for (int64_t q = a.send_start[i] + lane; q < a.send_start[i + 1]; q += 32) {
         const int64_t e = a.send_edges[q];
@@ -48,7 +56,7 @@ __global__ void __launch_bounds__(kAssembleThreads) assemble_kernel(AssembleArgs
         for (int k = 0; k < 6; k++)
             s[3 + k] += 0.5 * w[k];
     }
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < 10; k++)
         for (int off = 16; off > 0; off >>= 1)
             s[k] += __shfl_xor_sync(0xffffffffu, s[k], off);
     if (lane < 3)
@@ -57,7 +65,7 @@ __global__ void __launch_bounds__(kAssembleThreads) assemble_kernel(AssembleArgs
         a.atom_virial[6 * i + lane - 3] = s[lane];
     else if (lane == 9 && i < a.n_local) {
         const int t = a.species[i];
-        a.atom_energy[i] = a.energy_scale[t] * a.e_atom[i] + a.energy_shift[t];
+        a.atom_energy[i] = a.energy_scale[t] * a.e_atom[i] + a.energy_shift[t] + s[9];
     }
 }
 

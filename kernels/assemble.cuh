@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "pair_term.cuh"
+
 namespace fnqcu {
 
 struct AssembleArgs {
@@ -16,6 +18,7 @@ struct AssembleArgs {
     const double *e_atom; /* network output per owned atom */
     const int *species;
     const double *energy_scale, *energy_shift;
+    PairEdges pair; /* the pair term's edge energies join their receivers' energies */
     double *forces;      /* [n_all][3] */
     double *atom_virial; /* [n_all][6] */
     double *atom_energy; /* [n_local] */

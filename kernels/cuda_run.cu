@@ -183,8 +183,9 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         }
         gc ^= 1;
     }
+    const PairEdges pair = {dm.pair, s->edge_recv.p, s->edge_send.p, s->species.p};
     if (ne > 0) {
-        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p,
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p, pair,
                                         s->edge_grad.p, s->stream));
         s->launches_model++;
     }
@@ -200,6 +201,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
     as.species = s->species.p;
     as.energy_scale = dm.energy_scale;
     as.energy_shift = dm.energy_shift;
+    as.pair = pair;
     as.forces = s->forces.p;
     as.atom_virial = s->atom_virial.p;
     as.atom_energy = s->atom_energy.p;

@@ -75,7 +75,7 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t
 /* L as in edge_features_kernel; the column version keeps Y and its adjoints: [2][nsh][T] */
 template <int L>
 __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
-                                 const double *ggeo, double *edge_grad)
+                                 const double *ggeo, PairEdges pe, double *edge_grad)
 {
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
@@ -110,6 +110,13 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_e
         for (int q = 0; q < g.nsh; q++)
             adj[q * T] = gy[q];
         sh_grad_column(g, y, adj, T, dn);
+    }
+    /* the pair term depends on |r| only */
+    if (pe.term.on) {
+        double e_pair, de_dr;
+        pair_term_edge(pe.term, pe.species[pe.edge_recv[e]], pe.species[pe.edge_send[e]], d,
+                       &e_pair, &de_dr);
+        dd += de_dr;
     }
     /* Y depends on the direction only: project out the radial part, then d n / d r = 1/|r| */
     const double proj = dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
@@ -172,7 +179,8 @@ cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int6
 }
 
 cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                             const double *ggeo, double *edge_grad, cudaStream_t stream)
+                             const double *ggeo, const PairEdges &pe, double *edge_grad,
+                             cudaStream_t stream)
 {
     if (n_edges == 0)
         return cudaSuccess;
@@ -181,7 +189,7 @@ cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t 
         const int threads = L >= 0 ? 128 : column_threads(g, 2);
         const size_t smem = L >= 0 ? 0 : 2 * sizeof(double) * g.nsh * threads;
         edge_grad_kernel<L><<<(unsigned)((n_edges + threads - 1) / threads), threads, smem,
-                              stream>>>(g, edge_vec, n_edges, ggeo, edge_grad);
+                              stream>>>(g, edge_vec, n_edges, ggeo, pe, edge_grad);
         return cudaGetLastError();
     });
 }

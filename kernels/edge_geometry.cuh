@@ -7,7 +7,8 @@
  *     with |r_e| = (k + t) h instead of the basis);
  *   the backward layers sum dE/dY and dE/d(basis) (table mode: dE/dt) of each edge into
  *     ggeo[e] (double, same row layout), the first one to run writing instead of adding;
- *   after the layers: g_e = dE/dr_e from ggeo through Y's and the basis' derivatives.
+ *   after the layers: g_e = dE/dr_e from ggeo through Y's and the basis' derivatives, plus
+ *     the model's pair term (pair_term.cuh).
  * Y and the basis are the same functions of r_e in every layer, so the chain rule through them
  * is needed once per edge and evaluation, not once per layer.
  */
@@ -21,7 +22,9 @@ template <typename REAL>
 cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
                                  REAL *feat, cudaStream_t stream);
 
+/* pe: the model's pair term, whose dE/dr joins each edge's gradient (pair_term.cuh) */
 cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                             const double *ggeo, double *edge_grad, cudaStream_t stream);
+                             const double *ggeo, const PairEdges &pe, double *edge_grad,
+                             cudaStream_t stream);
 
 } // namespace fnqcu

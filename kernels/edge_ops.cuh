@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "envelope.cuh"
 #include "model_dev.cuh"
 #include "sh_code.inc"
 
@@ -94,19 +95,12 @@ __device__ __forceinline__ void sh_grad_column(const Geometry &g, const double *
         dn[k] = g.lmax >= 1 ? s3 * a[(1 + k) * stride] : 0.0;
 }
 
-/* The polynomial cutoff envelope f(d) and df/dd */
+/* The radial basis' polynomial cutoff envelope f(d) and df/dd */
 __device__ __forceinline__ void radial_envelope(const Geometry &g, double d, double *f,
                                                 double *df)
 {
-    const double rc = g.cutoff, p = g.poly_p, u = d / rc;
-    *f = 0.0, *df = 0.0;
-    if (u < 1.0) {
-        const double up = pow(u, p), upm1 = pow(u, p - 1.0);
-        *f = 1.0 - 0.5 * (p + 1.0) * (p + 2.0) * up + p * (p + 2.0) * up * u -
-             0.5 * p * (p + 1.0) * up * u * u;
-        *df = (-0.5 * (p + 1.0) * (p + 2.0) * p * upm1 + p * (p + 2.0) * (p + 1.0) * up -
-               0.5 * p * (p + 1.0) * (p + 2.0) * up * u) / rc;
-    }
+    poly_envelope(g.poly_p, d / g.cutoff, f, df);
+    *df /= g.cutoff;
 }
 
 /* Basis function n at d (enveloped by f, df from radial_envelope) and (if db) its derivative */

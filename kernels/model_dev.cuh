@@ -17,6 +17,7 @@
 
 #include <cuda_fp16.h>
 
+#include "pair_term.cuh"
 #include "quad_plan.h"
 
 namespace fnqcu {
@@ -219,6 +220,7 @@ template <typename REAL> struct DeviceModel {
     Linear<REAL> readout[4];
     Irreps readout_irreps[5];
     const double *energy_scale, *energy_shift; /* [n_species] device */
+    PairTerm pair; /* the model's pair term (pair_term.cuh), added to energies and edges */
     int max_in, max_mid, max_conv, max_out, max_width;
     int max_mid_tiled; /* widest dE/dA row in the tiled layout */
     void *allocations; /* list freed with the model */

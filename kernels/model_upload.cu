@@ -469,17 +469,35 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     return FNQ_STATUS_OK;
 }
 
+/* ZBL's per-species-pair constants (pair_term.cuh), from the host model's Z and k_e */
+static enum fnq_status upload_pair_term(Allocations *al, const struct fnq_model *m,
+                                        PairTerm *p)
+{
+    memset(p, 0, sizeof(*p));
+    if (m->pair.kind == FNQ_PAIR_NONE)
+        return FNQ_STATUS_OK;
+    const struct fnq_pair_potential &h = m->pair;
+    const int T = m->n_species;
+    std::vector<double> screen((size_t)T * T), charges((size_t)T * T);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+            screen[(size_t)i * T + j] =
+                (pow(h.charge[i], FNQ_ZBL_POW) + pow(h.charge[j], FNQ_ZBL_POW)) / FNQ_ZBL_A0;
+            charges[(size_t)i * T + j] = 0.5 * h.coulomb * h.charge[i] * h.charge[j];
+        }
+    p->on = 1;
+    p->n_species = T;
+    p->cutoff = h.cutoff;
+    p->poly_p = h.poly_p;
+    FNQ_CHECK(upload<double>(al, screen.data(), screen.size(), &p->screen));
+    return upload<double>(al, charges.data(), charges.size(), &p->charges);
+}
+
 template <typename REAL>
 enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, DeviceModel<REAL> *dm)
 {
     const int table_intervals = c.table_intervals;
     memset(dm, 0, sizeof(*dm));
-    /* refused before anything is allocated, so that device auto falls back to the CPU */
-    if (m->pair.kind != FNQ_PAIR_NONE)
-        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                         "the CUDA backend does not evaluate the pair potential %s yet (use "
-                         "device 'cpu')",
-                         m->pair.kind == FNQ_PAIR_ZBL ? "ZBL" : "term");
     Allocations *al = new Allocations();
     dm->allocations = al;
     dm->n_layers = m->n_layers;
@@ -555,6 +573,7 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
     FNQ_CHECK(upload_real<REAL>(al, h1t.data(), h1t.size(), &dm->h1_table));
     FNQ_CHECK(upload_real<REAL>(al, m->embed, (size_t)T * d0, &dm->embed));
     FNQ_CHECK(upload_real<REAL>(al, top.data(), top.size(), &dm->grad_top));
+    FNQ_CHECK(upload_pair_term(al, m, &dm->pair));
     dm->n_readout = m->n_readout;
     for (int r = 0; r <= m->n_readout; r++)
         dm->readout_irreps[r] = convert_irreps(m->readout_irreps[r]);

@@ -162,6 +162,13 @@ struct fnq_sh_plan {
  * between its atoms; f_p is the polynomial envelope of the radial basis (cutoff <= the model's).
  *   ZBL: V = k_e Zi Zj / r * sum_k c_k exp(d_k x), x = r (Zi^0.23 + Zj^0.23) / 0.46850 A,
  *        with LAMMPS pair_zbl's universal screening constants (pair_potential.c). */
+/* LAMMPS pair_zbl_const.h (A): the screening length a0 / (Zi^POW + Zj^POW) and the universal
+ * screening function sum_k C[k] exp(D[k] x); pair_potential.c and kernels/pair_term.cuh */
+#define FNQ_ZBL_A0 0.46850
+#define FNQ_ZBL_POW 0.23
+#define FNQ_ZBL_C {0.02817, 0.28022, 0.50986, 0.18175}
+#define FNQ_ZBL_D {-0.20162, -0.40290, -0.94229, -3.19980}
+
 enum fnq_pair_kind {
     FNQ_PAIR_NONE = 0,
     FNQ_PAIR_ZBL = 1

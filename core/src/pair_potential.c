@@ -14,10 +14,8 @@
 #include "pair_potential.h"
 #include "radial.h"
 
-/* LAMMPS pair_zbl_const.h, in Angstrom */
-static const double zbl_a0 = 0.46850, zbl_pow = 0.23;
-static const double zbl_c[4] = {0.02817, 0.28022, 0.50986, 0.18175};
-static const double zbl_d[4] = {-0.20162, -0.40290, -0.94229, -3.19980};
+static const double zbl_a0 = FNQ_ZBL_A0, zbl_pow = FNQ_ZBL_POW;
+static const double zbl_c[4] = FNQ_ZBL_C, zbl_d[4] = FNQ_ZBL_D;
 
 /* Energy of one directed edge at distance r between species ti and tj, and dE/dr. */
 static void zbl_edge(const struct fnq_pair_potential *pp, int32_t ti, int32_t tj, double r,

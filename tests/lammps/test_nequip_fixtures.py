@@ -11,6 +11,10 @@ apart, where the ZBL pair term dominates. The periodic float64 cases also run on
 ranks, so the per-layer exchange carries NequIP's feature rows (several irreps, both parities,
 resnet) between domains and the pair term's forces on ghosts go back to their owners.
 
+With FNQ_LAMMPS_DEVICE=cuda (CTest lammps_nequip_fixtures_gpu; exits 77 without a usable GPU)
+the foundation-like models (fm_*: ZBL, l = 4) run on one GPU: every case on 1 rank in float64
+and float32, and the close pair on 2 ranks sharing the GPU (comm ipc) and on 4 (comm staged).
+
 Relative: max |LAMMPS - nequip| over the components of a quantity divided by max |nequip|.
 """
 import glob
@@ -18,13 +22,26 @@ import json
 import os
 import tempfile
 
-from lmputil import Checker, flat, rel_diff, single_point
+import sys
+
+from lmputil import Checker, flat, gpu_available, rel_diff, single_point
 from structures import matvec, rotate_tensor, to_lammps_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.environ.get("FNQ_NEQUIP_FIXTURES",
                           os.path.join(HERE, "..", "fixtures", "nequip"))
 TOL = {"float64": 1e-10, "float32": 1e-5}
+DEVICE = os.environ.get("FNQ_LAMMPS_DEVICE", "cpu")
+
+
+def runs_of(model, case, periodic):
+    """(dtype, ranks, comm keyword) of each run of one case"""
+    runs = [(dtype, 1, "") for dtype in TOL]
+    if DEVICE == "cpu" and periodic:
+        runs += [("float64", 2, ""), ("float64", 4, "")]
+    if DEVICE != "cpu" and case == "close_pair":
+        runs += [("float64", 2, "comm ipc"), ("float64", 4, "comm staged")]
+    return runs
 
 
 def read_xyz(path):
@@ -76,10 +93,14 @@ def compare(c, label, got, ref, tol):
 
 
 def main():
-    c = Checker("LAMMPS vs nequip fixtures")
+    c = Checker(f"LAMMPS vs nequip fixtures ({DEVICE})")
+    if DEVICE != "cpu" and not gpu_available():
+        sys.exit(77)
     refs = sorted(glob.glob(os.path.join(FIXTURES, "*.json")))
-    c.check(len(refs) >= 13, f"expected at least 7 fixture models in {FIXTURES}, found "
+    c.check(len(refs) >= 13, f"expected at least 13 fixture models in {FIXTURES}, found "
                             f"{len(refs)}")
+    if DEVICE != "cpu":
+        refs = [r for r in refs if os.path.basename(r).startswith("fm_")]
     for ref_path in refs:
         ref = json.load(open(ref_path))
         model = os.path.abspath(os.path.join(FIXTURES, ref["model"] + ".fnqm"))
@@ -92,16 +113,13 @@ def main():
                 s, rot = to_lammps_frame(dict(s, pbc=(True, True, True)))
                 boundary = "p p p"
             expect = rotated_reference(want, rot)
-            runs = [(dtype, 1) for dtype in TOL]
-            if boundary == "p p p":
-                runs += [("float64", 2), ("float64", 4)]
-            for dtype, ranks in runs:
+            for dtype, ranks, comm in runs_of(ref["model"], case, boundary == "p p p"):
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=ranks, model=model,
-                                       style_args=f"dtype {dtype} device cpu",
+                                       style_args=f"dtype {dtype} device {DEVICE} {comm}",
                                        boundary=boundary)
-                compare(c, f"{ref['model']} {case} {dtype} {ranks} rank(s)", got, expect,
-                        TOL[dtype])
+                compare(c, f"{ref['model']} {case} {dtype} {ranks} rank(s) {comm}", got,
+                        expect, TOL[dtype])
     c.finish()
 
 

@@ -1,0 +1,57 @@
+/*
+ * pair_term.cuh: the model's pair term on the GPU (nequip's ZBL; the host's is
+ * core/src/pair_potential.c, whose math this follows), in double for both precisions. It is
+ * fused into two passes that run anyway: edge_grad_kernel adds each edge's dE/dr to the edge's
+ * gradient (forces, virial and per-atom virials then follow with the network's), and
+ * assemble_kernel adds each receiver's edge energies to its atom energy, summed over its edges
+ * in the same fixed order as its forces. The two evaluate an edge's term once each.
+ *
+ * Per directed edge (i <- j) at distance r: E = q_ij / r psi(s_ij r) f_p(r / cutoff), with
+ * psi(x) = sum_k c_k exp(d_k x) (LAMMPS pair_zbl's universal screening), s_ij = (Zi^0.23 +
+ * Zj^0.23) / 0.46850 A and q_ij = k_e Zi Zj / 2 (half the pair on each of its directed edges):
+ * both per species pair, tabulated at upload (model_upload.cu).
+ */
+#pragma once
+
+#include "envelope.cuh"
+#include "model.h"
+
+namespace fnqcu {
+
+struct PairTerm {
+    int on;          /* 0: the model has no pair term */
+    int n_species;
+    double cutoff, poly_p;
+    const double *screen;  /* [T][T] s_ij */
+    const double *charges; /* [T][T] q_ij */
+};
+
+/* The pair term's energy of the edge (i <- j) at distance r and its derivative dE/dr. */
+__device__ __forceinline__ void pair_term_edge(const PairTerm &p, int ti, int tj, double r,
+                                               double *e, double *de_dr)
+{
+    constexpr double c[4] = FNQ_ZBL_C, d[4] = FNQ_ZBL_D;
+    const int ij = ti * p.n_species + tj;
+    const double s = p.screen[ij], q = p.charges[ij];
+    double psi = 0.0, dpsi = 0.0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const double t = c[k] * exp(d[k] * s * r);
+        psi += t;
+        dpsi += d[k] * s * t;
+    }
+    const double v = q * psi / r, dv = q * (dpsi / r - psi / (r * r));
+    double f, df;
+    poly_envelope(p.poly_p, r / p.cutoff, &f, &df);
+    *e = v * f;
+    *de_dr = dv * f + v * df / p.cutoff;
+}
+
+/* What the two passes read besides the term: each edge's atoms and their species. */
+struct PairEdges {
+    PairTerm term;
+    const int64_t *edge_recv, *edge_send;
+    const int *species;
+};
+
+} // namespace fnqcu
