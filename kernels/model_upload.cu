@@ -156,7 +156,9 @@ static void build_units(const struct fnq_layer &h, bool use_groups, std::vector<
                 int k = 0;
                 while (k < G.n && !(G.l2[k] == hp.l2 && G.l3[k] == hp.l3))
                     k++;
-                if (k == G.n || slot[k] >= 0 || hp.mul != mul)
+                /* a path runs in one unit: the first group that takes it (the l <= 3 groups
+                 * come first, and an l <= 3 model's paths of l2 <= 2 fit an l = 4 group too) */
+                if (k == G.n || slot[k] >= 0 || hp.mul != mul || grouped[p])
                     ok = false;
                 else
                     slot[k] = p;
