@@ -163,7 +163,7 @@ FNQ_API enum fnq_status fnq_model_describe(const struct fnq_model *model, char *
 /* ---- evaluation contexts ---- */
 
 /* A context on `device`. FNQ_DEVICE_CUDA with a model the CUDA backend does not support
- * (irreps beyond l = 3, too many basis functions, too wide an MLP, ...) fails with
+ * (irreps beyond l = 4, too many basis functions, too wide an MLP, ...) fails with
  * FNQ_STATUS_UNSUPPORTED and a message naming the feature; FNQ_DEVICE_AUTO then uses the CPU
  * instead, warning through the log callback (fnq_ctx_device() tells which it got). The
  * context reads the model until it is freed: free a model's contexts before the model. */
