@@ -85,6 +85,19 @@ def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
     return p.returncode, out
 
 
+def expect_error(c, workdir, label, deck, needles, nprocs=1):
+    """Run a deck that must fail: a non-zero exit (not a signal) and ERROR lines that hold every
+    one of `needles`."""
+    rc, out = run_lammps(workdir, deck, nprocs, check=False)
+    errors = [l for l in out.splitlines() if "ERROR" in l]
+    c.check(rc != 0, f"{label}: LAMMPS exited with 0:\n{out[-1500:]}")
+    c.check(rc > 0, f"{label}: killed by signal {-rc}")
+    c.check(bool(errors), f"{label}: no ERROR line in the output:\n{out[-2000:]}")
+    for n in needles:
+        c.check(any(n in l for l in errors), f"{label}: the error lacks {n!r}: {errors}")
+    print(f"{label} (exit {rc}): {errors[0] if errors else '(none)'}")
+
+
 def setup_lines(data_file, elements, model=None, style_args="", boundary="p p p"):
     # the CPU float64 reference unless a test asks otherwise: `device auto` would take a GPU
     # where there is one, and float32 with it
