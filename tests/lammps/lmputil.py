@@ -59,15 +59,16 @@ def gpu_available():
     sys.exit(f"FAIL: the GPU did not run a 2-atom cell: {p.stderr.strip()}")
 
 
-def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None):
-    """Run `deck` (text) in workdir on nprocs MPI ranks; returns (exit code, stdout+stderr)."""
+def run_lammps(workdir, deck, nprocs=1, threads=None, check=True, timeout=None, args=()):
+    """Run `deck` (text) in workdir on nprocs MPI ranks, with LAMMPS' command-line `args`
+    (e.g. -k on g 1 -sf kk); returns (exit code, stdout+stderr)."""
     path = os.path.join(workdir, "in.test")
     with open(path, "w") as f:
         f.write(os.environ.get("FNQ_LMP_PRELUDE", "") + "\n" + deck)
     # FNQ_LMP_WRAPPER: a command that runs LAMMPS, e.g. "compute-sanitizer --tool memcheck
     # --error-exitcode 99" (scripts/gpu/gpu-sanitize.sh), on every rank
     cmd = shlex.split(os.environ.get("FNQ_LMP_WRAPPER", "")) + \
-        [lmp(), "-in", path, "-log", "none", "-echo", "screen"]
+        [lmp(), *args, "-in", path, "-log", "none", "-echo", "screen"]
     env = dict(os.environ)
     # Open MPI: CI runs as root, and with more ranks than cores
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -171,14 +172,14 @@ def read_dump(path):
 
 
 def single_point(workdir, structure, elements, nprocs=1, comm="brick", style_args="",
-                 model=None, boundary="p p p"):
+                 model=None, boundary="p p p", args=()):
     """Run the single-point deck; returns a result dict in the conventions of `fusednequip eval`:
     energy, energies, forces (N x 3), virial (6, ASE order xx yy zz yz xz xy, eV), plus
-    atom_virial_sum (6, same order) and the LAMMPS output."""
+    atom_virial_sum (6, same order) and the LAMMPS output. args: LAMMPS' command line."""
     data = os.path.join(workdir, "data.test")
     write_data(data, structure, elements)
     deck = single_point_deck(data, elements, comm, style_args, model, boundary)
-    _, out = run_lammps(workdir, deck, nprocs)
+    _, out = run_lammps(workdir, deck, nprocs, args=args)
     row = thermo_rows(out, ["PotEng", "Volume"] + THERMO[2:])[0]
     vol = row["Volume"]
     # LAMMPS: pressure xx yy zz xy xz yz (bar) -> virial in ASE's order (eV)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# LAMMPS with KOKKOS (CUDA for sm_90 by default; FNQ_KOKKOS_BACKEND=openmp builds the OpenMP
+# one, for a machine without a GPU), PLUGIN, MANYBODY, MOLECULE and MPI, from the carried
+# .lammps-kokkos-src/ (scripts/gpu/lammps-kokkos-source.sh) into /tmp/fnq-lammps-kokkos-<backend>;
+# then fusednequip with its pair style against those headers into build-kokkos/ (with the CUDA
+# backend where nvcc is), its LAMMPS tests, the kokkos label's among them, running decks through
+# that lmp with `plugin load`. Prints the lmp's path last.
+# FNQ_KOKKOS_ARCH: Kokkos' architecture option for CUDA (default Kokkos_ARCH_HOPPER90).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=.lammps-kokkos-src
+[ -f $src/src/KOKKOS/kokkos.h ] || { echo "gpu-lammps-kokkos: no $src (scripts/gpu/lammps-kokkos-source.sh)" >&2; exit 1; }
+backend=${FNQ_KOKKOS_BACKEND:-cuda}
+lmp_build=/tmp/fnq-lammps-kokkos-$backend
+if [ "$backend" = cuda ]; then
+  kokkos=(-DKokkos_ENABLE_CUDA=on -DKokkos_ENABLE_OPENMP=on "-D${FNQ_KOKKOS_ARCH:-Kokkos_ARCH_HOPPER90}=on"
+    "-DCMAKE_CXX_COMPILER=$PWD/$src/lib/kokkos/bin/nvcc_wrapper")
+else
+  kokkos=(-DKokkos_ENABLE_OPENMP=on -DKokkos_ENABLE_SERIAL=on)
+fi
+if [ ! -x "$lmp_build/lmp" ]; then
+  cmake -S $src/cmake -B "$lmp_build" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=on \
+    -DPKG_KOKKOS=on "${kokkos[@]}" -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on \
+    -DBUILD_SHARED_LIBS=on -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off \
+    -DWITH_GZIP=off -DWITH_FFMPEG=off >/dev/null
+  cmake --build "$lmp_build" -j "$(nproc)" >/dev/null
+fi
+. scripts/gpu/device-deps.sh # extra: CMake arguments for the carried libcjson
+cmake -S . -B build-kokkos -DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$PWD/$src/src" \
+  -DFNQ_LAMMPS_LMP="$lmp_build/lmp" -DCMAKE_CUDA_ARCHITECTURES="${FNQ_CUDA_ARCH:-90}" "${extra[@]}" \
+  ${FNQ_CMAKE_ARGS:-} >/dev/null
+cmake --build build-kokkos -j "$(nproc)" >/dev/null
+echo "$lmp_build/lmp"
