@@ -66,6 +66,8 @@ ASAN_OPTIONS=$asan:fast_unwind_on_malloc=0 \
   ctest --output-on-failure -j 2 -R "$lammps"
 echo "sanitizers: the Python bindings and the ASE calculator"
 # --capture=sys: a sanitizer's report goes to the real stderr, not pytest's capture
-ASAN_OPTIONS=$asan:leak_check_at_exit=0 \
+# full allocation stacks, which python/tests/lsan.supp's pattern needs to match
+ASAN_OPTIONS=$asan:leak_check_at_exit=0:fast_unwind_on_malloc=0 \
+  LSAN_OPTIONS=suppressions=$root/python/tests/lsan.supp:print_suppressions=0 \
   PYTEST_ADDOPTS="--capture=sys --ignore=$root/python/tests/test_dynamics.py" \
   ctest --output-on-failure -R '^python_calculator$'
