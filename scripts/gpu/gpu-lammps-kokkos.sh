@@ -26,8 +26,9 @@ if [ ! -x "$lmp_build/lmp" ]; then
   cmake --build "$lmp_build" -j "$(nproc)" >/dev/null
 fi
 . scripts/gpu/device-deps.sh # extra: CMake arguments for the carried libcjson
+# the plugin only: an installed LAMMPS (Debian's) is another version, and no driver is needed
 cmake -S . -B build-kokkos -DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$PWD/$src/src" \
-  -DFNQ_LAMMPS_LMP="$lmp_build/lmp" -DCMAKE_CUDA_ARCHITECTURES="${FNQ_CUDA_ARCH:-90}" "${extra[@]}" \
+  -DFNQ_LAMMPS_LMP="$lmp_build/lmp" -DCMAKE_DISABLE_FIND_PACKAGE_LAMMPS=ON -DCMAKE_CUDA_ARCHITECTURES="${FNQ_CUDA_ARCH:-90}" "${extra[@]}" \
   ${FNQ_CMAKE_ARGS:-} >/dev/null
 cmake --build build-kokkos -j "$(nproc)" >/dev/null
 echo "$lmp_build/lmp"

@@ -28,7 +28,9 @@ if [ -d "$kokkos" ]; then
 else
   tar -xf "$kokkos" -C "$out/lib/kokkos" --strip-components=1
 fi
-rm -rf "$out"/lib/kokkos/{core/unit_test,core/perf_test,containers/unit_tests,containers/performance_tests,algorithms/unit_tests,benchmarks,example,.git}
+# tests and benchmarks are added only when Kokkos is asked to build them; example/ and
+# benchmarks/ themselves are always added
+rm -rf "$out"/lib/kokkos/{core/unit_test,core/perf_test,containers/unit_tests,containers/performance_tests,algorithms/unit_tests,.git}
 version() { sed -nE "s/^set\(Kokkos_VERSION_$1 ([0-9]+)\)/\1/p" "$out/lib/kokkos/CMakeLists.txt"; }
 echo "lammps-kokkos-source: $(basename "$top") with Kokkos $(version MAJOR).$(version MINOR).$(version PATCH) (LAMMPS asks for $want)"
 du -sh "$out"

@@ -9,7 +9,7 @@ and checks the exit code and the message; the model-file case runs on 2 ranks as
 import os
 import tempfile
 
-from lmputil import Checker, expect_error, model_dir, run_lammps
+from lmputil import Checker, expect_error, model_dir, run_lammps, thermo_rows
 
 BOX = """atom_style atomic
 boundary p p p
@@ -70,13 +70,28 @@ def main():
                      ["many"])
         expect_error(c, tmp, "a directory as the model", deck(coeff=f"{tmp} Si"),
                      ["cannot load model", "is a directory, not a model file"])
-        # the box changed and atoms moved, and the run skips the set-up that rebuilds the list
+        # the box changed and atoms moved, and the run skips the set-up that rebuilds the list:
+        # where that leaves a list naming atoms the rank no longer has (29 Sep 2021), the style
+        # says so; where LAMMPS keeps the list valid itself (4 Feb 2025), the run must equal
+        # the one with `pre yes`
         for change in ("change_box all x scale 1.5 remap", "displace_atoms all move 20 0 0"):
-            md = "velocity all create 300 1\nfix nve all nve\n"
-            expect_error(c, tmp, f"stale list after {change.split()[0]}",
-                         deck(style="device cpu", extra=md)
-                         .replace("run 0\n", f"run 0\n{change}\nrun 1 pre no\n"),
-                         ["neighbour list is stale", "run N pre yes"])
+            md = ("velocity all create 300 1\nfix nve all nve\nthermo_style custom step pe\n"
+                  "thermo_modify format float %.17g\n")
+            label = f"stale list after {change.split()[0]}"
+            runs = {pre: deck(style="device cpu", extra=md)
+                    .replace("run 0\n", f"run 0\n{change}\nrun 1 pre {pre}\n")
+                    for pre in ("no", "yes")}
+            rc, out = run_lammps(tmp, runs["no"], check=False)
+            if rc != 0:
+                expect_error(c, tmp, label, runs["no"],
+                             ["neighbour list is stale", "run N pre yes"])
+                continue
+            _, ref = run_lammps(tmp, runs["yes"])
+            got = thermo_rows(out, ["PotEng"])[-1]["PotEng"]
+            want = thermo_rows(ref, ["PotEng"])[-1]["PotEng"]
+            c.check(got == want, f"{label}: pre no ran on a stale list: pe {got!r}, with pre "
+                                 f"yes {want!r}")
+            print(f"{label}: LAMMPS kept the list valid (pe as with pre yes)")
 
         # device cuda: an error without a GPU or without a CUDA build; runs where there is one
         rc, out = run_lammps(tmp, deck(style="device cuda"), check=False)
