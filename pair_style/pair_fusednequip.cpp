@@ -727,12 +727,13 @@ void PairFusedNequip::audit_neighbor_list()
                          "use neigh_modify include all");
 
   // special_bonds: a weight of 0 for both lj and coul drops 1-k neighbours from the lists
-  if (!atom->molecular || !atom->nspecial) return;
+  // (a collective step: every rank gets here; a rank without atoms may have no nspecial)
+  if (!atom->molecular) return;
   for (int k = 1; k <= 3; k++) {
     if (neighbor->special_flag[k] != 0) continue;
     // an owned atom with 1-k neighbours, as its ID and its first 1-k neighbour's (else 0)
     tagint example[2] = {0, 0};
-    for (int i = 0; i < atom->nlocal && !example[0]; i++) {
+    for (int i = 0; atom->nspecial && i < atom->nlocal && !example[0]; i++) {
       const int first = k == 1 ? 0 : atom->nspecial[i][k - 2];
       if (atom->nspecial[i][k - 1] > first) {
         example[0] = atom->tag[i];
