@@ -1,10 +1,11 @@
 """fusednequip against nequip's own inference paths and a JAX NequIP, side by side in one run
 on one GPU.
 
-Workload: the NequIP-size model of bench/make_nequip_peer_model.py (nequip >= 0.7: 4 layers,
-l_max 2, 64 channels, 5 species, r_max 5 A, float32) on the 5-species rattled diamond lattice
-of bench/mixed_workload.py (8 * rep^3 atoms, ~28 neighbours each), energy + forces + stress
-(virial) per call. Each peer runs in its own process (one's memory pool or failure cannot touch
+Workload: a model made by bench/make_nequip_peer_model.py (nequip >= 0.7, float32, 5 species;
+--arch m: NequIP-M size, 4 layers, l_max 2, 64 channels, r_max 5 A; oam-l / xl: NequIP-OAM-L's
+and -XL's architectures at their real widths with ZBL, r_max 6 A) on the 5-species rattled
+diamond lattice of bench/mixed_workload.py (8 * rep^3 atoms, ~28 neighbours each within 5 A,
+~44 within 6 A), energy + forces + stress (virial) per call. Each peer runs in its own process (one's memory pool or failure cannot touch
 another's), over the same structures and the same matscipy neighbour list:
 
   fnq              this project, the model converted to .fnqm: compute_graph_device with the
@@ -13,20 +14,26 @@ another's), over the same structures and the same matscipy neighbour list:
                    (periodic)
   nequip-compiled  nequip's fastest inference: the package compiled by nequip-compile with
                    AOTInductor and, on the GPU, OpenEquivariance tensor products
-                   (.nequip.pt2; --compiled)
+                   (nequip-peer-oeq[-ase].nequip.pt2, or --compiled)
+  nequip-cueq      the same with cuEquivariance tensor products (nequip-peer-cueq[-ase]...)
   nequip-torch     nequip's eager PyTorch model from the package (e3nn tensor products;
                    TorchScript is gone from PyTorch >= 2.10's nequip-compile)
   nequip-jax       bench/nequip_jax_peer.py: a 3-layer NequIP of the same widths in JAX with
                    e3nn-jax, jax.jit, random weights (its energy is not comparable; timed alone)
 
-Mode `model` times one call of the model on a graph already on the device (neighbour list
-given, as bench_peers.py does). Timing: two warm-up calls (compilation, autotuning, buffers),
+Modes (--modes): `model` times one call of the model on a graph already on the device
+(neighbour list given, as bench_peers.py does); `periodic` (fnq) with the library's own GPU
+neighbour list; `ase` an MD-like step through each one's ASE calculator (si_workload.ase_step_fn:
+new positions, energy, forces, stress; neighbour list, transfers and Python included): fnq's
+FusedNequIPCalculator, nequip's NequIPCalculator.from_compiled_model (needs the `--target ase`
+package, nequip-peer-oeq-ase.nequip.pt2, which then also serves the model mode). Timing: two warm-up calls (compilation, autotuning, buffers),
 more for up to 1 s, then calls until --min-seconds or --max-repeats; the median is reported.
 Sizes go up until a peer runs out of memory: that size is reported as an error row and the peer
 stops there ("could not"); other errors are reported and the next size is tried.
 
 usage: python bench/bench_nequip_peers.py --models DIR [--sizes 8,10,16,20,25,32,40]
-           [--peers fnq,nequip-compiled,nequip-torch,nequip-jax] [--device cuda|cpu]
+           [--peers fnq,nequip-compiled,nequip-cueq,nequip-torch,nequip-jax]
+           [--modes model,periodic,ase] [--device cuda|cpu]
            [--compiled DIR/nequip-peer-oeq.nequip.pt2] [--min-seconds 2] [--out FILE]
 DIR holds what make_nequip_peer_model.py made (nequip-peer.fnqm, .nequip.zip, .json and the
 compiled .nequip.pt2). One JSON line per (peer, mode, size), then the ms table and the ratios.
@@ -45,9 +52,11 @@ sys.path.insert(0, HERE)
 from machine import cpu_name, gpu_name  # noqa: E402
 from mixed_workload import atoms_of, mixed_crystal  # noqa: E402
 from peer_worker import keep, run_peer  # noqa: E402
+from si_workload import ase_step_fn  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
-PEERS = ("fnq", "nequip-compiled", "nequip-torch", "nequip-jax")
+PEERS = ("fnq", "nequip-compiled", "nequip-cueq", "nequip-torch", "nequip-jax")
+ACCEL = {"nequip-compiled": "oeq", "nequip-cueq": "cueq"}  # make_nequip_peer_model --accel
 NAME = "nequip-peer"
 
 
@@ -88,8 +97,17 @@ def sync(device):
 
 # --- workers: one per peer, each in its own process ------------------------------------------
 
+def gpu_memory(ctx):
+    """GPU memory in use on the device (all processes, nvidia-smi's view) after a call, GB."""
+    if ctx.device != "cuda":
+        return {}
+    import torch
+    free, total = torch.cuda.mem_get_info()
+    return {"gpu_memory_used_gb": round((total - free) / 1e9, 2)}
+
+
 def worker_fnq(args, record):
-    from fusednequip import Context, Model
+    from fusednequip import Context, FusedNequIPCalculator, Model
     model = Model(os.path.join(args.models, NAME + ".fnqm"))
     ctx = Context(model, device=args.device, dtype="float32")
     record.info = {"fnq_device": ctx.device}
@@ -97,26 +115,37 @@ def worker_fnq(args, record):
     def run_size(rep):
         atoms, info = structure(args, rep)
         sp = model.species_indices(atoms.get_chemical_symbols())
-        i, j, _, shift = neighbour_list(atoms, model.cutoff)
         pos, cell, pbc = atoms.positions, atoms.cell.array, atoms.pbc
-        if ctx.device == "cuda":
-            import torch
+        energy = edges = None
+        if "model" in args.mode_set:
+            i, j, _, shift = neighbour_list(atoms, model.cutoff)
+            if ctx.device == "cuda":
+                import torch
 
-            def dev(a, dtype):
-                return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device="cuda")
-            graph = (dev(pos, torch.float64), dev(sp, torch.int32), dev(i, torch.int64),
-                     dev(j, torch.int64), dev(shift, torch.float64))
-            torch.cuda.synchronize()
-            call, inputs = (lambda: ctx.compute_graph_device(*graph)), "device"
-        else:
-            call, inputs = (lambda: ctx.compute_graph(pos, sp, i, j, shift)), "host"
-        energy = call()[0]
-        t, n = median_seconds(call, args.min_seconds, args.max_repeats)
-        record("model", atoms, t, n, energy, len(i), inputs=inputs)
-        graph = call = None
-        t, n = median_seconds(lambda: ctx.compute(pos, sp, cell, pbc),
-                              args.min_seconds, args.max_repeats)
-        record("periodic", atoms, t, n, energy, len(i))
+                def dev(a, dtype):
+                    return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device="cuda")
+                graph = (dev(pos, torch.float64), dev(sp, torch.int32), dev(i, torch.int64),
+                         dev(j, torch.int64), dev(shift, torch.float64))
+                torch.cuda.synchronize()
+                call, inputs = (lambda: ctx.compute_graph_device(*graph)), "device"
+            else:
+                call, inputs = (lambda: ctx.compute_graph(pos, sp, i, j, shift)), "host"
+            energy, edges = call()[0], len(i)
+            t, n = median_seconds(call, args.min_seconds, args.max_repeats)
+            record("model", atoms, t, n, energy, edges, inputs=inputs)
+            graph = call = i = j = shift = None
+        if "periodic" in args.mode_set:
+            energy = ctx.compute(pos, sp, cell, pbc)[0] if energy is None else energy
+            edges = ctx.last_num_edges if edges is None else edges
+            t, n = median_seconds(lambda: ctx.compute(pos, sp, cell, pbc),
+                                  args.min_seconds, args.max_repeats)
+            record("periodic", atoms, t, n, energy, edges, **gpu_memory(ctx))
+        if "ase" in args.mode_set:
+            atoms.calc = FusedNequIPCalculator(model, device=args.device, dtype="float32")
+            t, n = median_seconds(ase_step_fn(atoms, np.random.default_rng(0)),
+                                  args.min_seconds, args.max_repeats)
+            record("ase", atoms, t, n, energy, edges)
+            atoms.calc = None
     return run_size
 
 
@@ -134,17 +163,40 @@ def nequip_data(atoms, info, device):
     return data, int(data[AtomicDataDict.EDGE_INDEX_KEY].shape[1])
 
 
+def compiled_file(args, peer):
+    """--compiled, else the `--target ase` package of the peer's kernels if made (it serves
+    both modes), else the pair_nequip one."""
+    if peer == "nequip-compiled" and args.compiled:
+        return args.compiled
+    base = os.path.join(args.models, f"{NAME}-{ACCEL[peer]}")
+    return base + "-ase.nequip.pt2" if os.path.exists(base + "-ase.nequip.pt2") else \
+        base + ".nequip.pt2"
+
+
 def worker_nequip(args, record, compiled):
     import torch
     import nequip
     from nequip.utils.global_state import set_global_state
+    calc = None
     if compiled:
         from nequip.model.inference_models import load_compiled_model
-        if args.device == "cuda":
+        if args.device == "cuda" and args.worker == "nequip-compiled":
             import openequivariance  # noqa: F401 - registers the kernels' ops before the load
-        path = args.compiled or os.path.join(args.models, NAME + "-oeq.nequip.pt2")
-        model, _ = load_compiled_model(path, args.device)
+        path = compiled_file(args, args.worker)
+        if "ase" in args.mode_set and path.endswith("-ase.nequip.pt2"):
+            from nequip.integrations.ase import NequIPCalculator
+            calc = NequIPCalculator.from_compiled_model(path, device=args.device)
+            model = calc.model
+        else:
+            model, _ = load_compiled_model(path, args.device)
         record.info = {"compiled": os.path.basename(path)}
+        if args.worker == "nequip-compiled" and args.device == "cuda":
+            from openequivariance._torch import extlib
+            record.info["oeq_precompiled_extension"] = bool(extlib.USE_PRECOMPILED_EXTENSION)
+            record.info["openequivariance"] = getattr(openequivariance, "__version__", None)
+        if args.worker == "nequip-cueq":
+            import cuequivariance_torch
+            record.info["cuequivariance_torch"] = cuequivariance_torch.__version__
     else:
         from nequip.model.saved_models import load_saved_model
         set_global_state()
@@ -166,11 +218,20 @@ def worker_nequip(args, record, compiled):
             sync(args.device)
             return float(energy.detach().sum()), forces, virial
         energy = call()[0]
-        t, n = median_seconds(call, args.min_seconds, args.max_repeats)
-        record("model", atoms, t, n, energy, n_edges)
+        if "model" in args.mode_set:
+            t, n = median_seconds(call, args.min_seconds, args.max_repeats)
+            record("model", atoms, t, n, energy, n_edges)
         data = call = None
         if args.device == "cuda":
             torch.cuda.empty_cache()
+        if "ase" in args.mode_set and calc is not None:
+            atoms.calc = calc
+            t, n = median_seconds(ase_step_fn(atoms, np.random.default_rng(0)),
+                                  args.min_seconds, args.max_repeats)
+            record("ase", atoms, t, n, energy, n_edges)
+            atoms.calc = None
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
     return run_size
 
 
@@ -250,7 +311,7 @@ def run_worker(args):
     elif args.worker == "nequip-jax":
         run_size = worker_jax(args, record)
     else:
-        run_size = worker_nequip(args, record, compiled=args.worker == "nequip-compiled")
+        run_size = worker_nequip(args, record, compiled=args.worker in ACCEL)
     emit({"peer": args.worker, "info": record.info})
     for rep in sizes:  # one size at a time, so an out-of-memory ends only the larger sizes
         err, stderr_text = run_keeping_stderr(run_size, rep)
@@ -278,23 +339,24 @@ def summary(rows):
     sizes = sorted({r["atoms"] for r in ok} |
                    {r["atoms"] for r in rows if "error" in r and r["atoms"] is not None})
     cols = sorted({(r["peer"], r["mode"]) for r in ok},
-                  key=lambda pm: (PEERS.index(pm[0]) if pm[0] in PEERS else 9, pm[1]))
-    others = [p for p in PEERS if p != "fnq" and any(r["peer"] == p for r in ok)]
-    print("\nms per call, median (fnq model = compute_graph_device, periodic = own GPU list):")
+                  key=lambda pm: (PEERS.index(pm[0]) if pm[0] in PEERS else 9,
+                                  ("model", "periodic", "ase").index(pm[1])))
+    others = [(p, m) for p, m in cols if p != "fnq" and ("fnq", m) in cols]
+    print("\nms per call, median (fnq model = compute_graph_device, periodic = own GPU list, "
+          "ase = an MD-like step through the ASE calculator):")
     print("\n| atoms | " + " | ".join(f"{p} {m}" for p, m in cols) + " | " +
-          " | ".join(f"{p} / fnq" for p in others) + " |")
+          " | ".join(f"{p} / fnq {m}" for p, m in others) + " |")
     print("|---" * (len(cols) + len(others) + 1) + "|")
     for n in sizes:
         t = {(r["peer"], r["mode"]): r["ms_per_step"] for r in ok if r["atoms"] == n}
         err = {r["peer"]: ("OOM" if r.get("oom") else "error") for r in rows
                if "error" in r and r["atoms"] == n}
         cells = [f"{t[c]:.2f}" if c in t else err.get(c[0], "-") for c in cols]
-        ours = t.get(("fnq", "model"))
-        ratios = [f"{t[(p, 'model')] / ours:.2f}" if ours and (p, "model") in t else "-"
-                  for p in others]
+        ratios = [f"{t[(p, m)] / t[('fnq', m)]:.2f}" if (p, m) in t and ("fnq", m) in t
+                  else "-" for p, m in others]
         print(f"| {n} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
-    print("\n(peer / fnq: the peer's model time over fnq's model time; > 1: fnq is faster. "
-          "nequip-jax has 3 layers, the others 4.)")
+    print("\n(peer / fnq: the peer's time over fnq's in the same mode; > 1: fnq is faster. "
+          "nequip-jax has --jax-layers layers.)")
     for p in PEERS:
         bad = [r for r in rows if r.get("peer") == p and "error" in r]
         for r in bad:
@@ -305,7 +367,8 @@ def summary(rows):
         ref = [r["energy"] for r in ok if r["atoms"] == n and r["peer"] == "fnq"
                and r["mode"] == "model"]
         for r in ok:
-            if (r["atoms"] == n and r["peer"] in ("nequip-compiled", "nequip-torch") and ref
+            if (r["atoms"] == n and r["peer"] in ("nequip-compiled", "nequip-cueq",
+                                                  "nequip-torch") and ref
                     and r["mode"] == "model"):
                 print(f"energy check {n} atoms, {r['peer']}: rel. diff to fnq "
                       f"{abs(r['energy'] - ref[0]) / abs(ref[0]):.2e}")
@@ -322,6 +385,8 @@ def main():
                          "16 -> 32,768, 20 -> 64,000, 25 -> 125,000, 32 -> 262,144, "
                          "40 -> 512,000")
     ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--modes", default="model,periodic",
+                    help="any of model, periodic (fnq), ase")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
                     help="cpu: try the script without a GPU")
     ap.add_argument("--jax-layers", type=int, default=3)
@@ -332,6 +397,7 @@ def main():
     ap.add_argument("--worker", choices=PEERS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.models = os.path.abspath(args.models)
+    args.mode_set = set(args.modes.split(","))
     if args.worker:
         return run_worker(args)
 
@@ -351,7 +417,7 @@ def main():
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer,
                "--models", args.models, "--sizes", args.sizes, "--device", args.device,
                "--jax-layers", str(args.jax_layers), "--min-seconds", str(args.min_seconds),
-               "--max-repeats", str(args.max_repeats)]
+               "--max-repeats", str(args.max_repeats), "--modes", args.modes]
         if args.compiled:
             cmd += ["--compiled", os.path.abspath(args.compiled)]
         _, timed_out = run_peer(peer, cmd, env, args.worker_timeout, rows, out)

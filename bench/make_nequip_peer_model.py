@@ -4,9 +4,18 @@
     python bench/make_nequip_peer_model.py compile OUTDIR    # GPU: AOTInductor + OpenEquivariance
     python bench/make_nequip_peer_model.py check OUTDIR      # CPU: the conversion check again
 
-`make` builds a NequIP-size model (default: 4 layers, l_max 2, 64 channels, parity off as in
-nequip's presets, radial MLP 8 -> 128 -> weights, r_max 5 A, 5 species Si O C H N, float32)
-the way nequip makes one: `nequip-train` for one epoch on a few random labelled 8-atom cells
+`make` builds a model of the architecture `--arch` names, 5 species Si O C H N, float32:
+  m      (default) NequIPGNNModel, NequIP-M size: 4 layers, l_max 2, 64 channels, parity off
+         as in nequip's presets, radial MLP 8 -> 128 -> weights, r_max 5 A, no pair potential
+         (--layers, --l-max, --features, --parity, --r-max change it)
+  oam-l  NequIP-OAM-L's architecture at its real widths (MODELS["L"] of
+         bench/nequip_foundation_sizes.py): FullNequIPGNNModel, 5 x 128x0e+64x1o+32x2e+32x3o
+         then 128x0e, type embedding 48, radial MLP 1 x 128, 8 trainable Bessels, p 5, r_max
+         6 A, ZBL
+  xl     NequIP-OAM-XL's (MODELS["XL"]): NequIPGNNModel, 6 layers, l_max 4, num_features
+         [320, 96, 64, 32, 32], parity off, type embedding 32, the same radial part and ZBL
+(oam-l and xl take avg_num_neighbors 44, the mixed crystal's within 6 A), the way nequip makes
+one: `nequip-train` for one epoch on a few random labelled 8-atom cells
 (only so that nequip writes a real checkpoint; the weights are nequip's seeded initialisation
 moved by one epoch of Adam), then `nequip-package build` (OUTDIR/nequip-peer.nequip.zip), then
 our converter (OUTDIR/nequip-peer.fnqm). It then checks the conversion on the CPU (check()):
@@ -18,14 +27,16 @@ triclinic cell; it prints the largest differences (exit status 1 above 1e-10 / 1
 
 `compile` runs `nequip-compile --mode aotinductor --target pair_nequip --device cuda --modifiers
 enable_OpenEquivariance` on the package (OUTDIR/nequip-peer-oeq.nequip.pt2; `--target ase` adds
-the stress, which our model mode does not compute, so pair_nequip is the like-for-like call):
-it must run on the GPU machine (AOTInductor compiles for the device it finds, OpenEquivariance
-JIT-builds there).
-With `--no-oeq`: the same without the modifier (e3nn tensor products, nequip-peer.nequip.pt2).
+the total energy and the stress, which nequip's ASE calculator needs:
+OUTDIR/nequip-peer-oeq-ase.nequip.pt2): it must run on the GPU machine (AOTInductor compiles for
+the device it finds). `--accel cueq`: nequip's enable_CuEquivariance modifier instead
+(nequip-peer-cueq[-ase].nequip.pt2; needs cuequivariance-torch and its ops package); `--accel
+none` (or `--no-oeq`): e3nn tensor products (nequip-peer[-ase].nequip.pt2).
 
-openequivariance must be importable when `make` packages the model (on the CPU its source tree
-on PYTHONPATH is enough): torch.package lists an external module only if it was imported, and
-nequip-compile's enable_OpenEquivariance needs it listed. On the GPU machine, use its wheel
+openequivariance (and, for `--accel cueq`, cuequivariance and cuequivariance_torch) must be
+importable when `make` packages the model (on the CPU their source trees or pure-Python wheels on
+PYTHONPATH are enough): torch.package lists an external module only if it was imported, and
+nequip-compile's modifiers need it listed. On the GPU machine, use its wheel
 with the precompiled extension (bench/NOTES.md): with the JIT-built one, nequip-compile's
 AOTInductor run crashed.
 
@@ -50,20 +61,30 @@ NAME = "nequip-peer"
 
 # nequip's training config, as the fixture generator writes it (one epoch on the CPU)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "fixtures", "nequip"))
-from generate import CURRENT_CONFIG as CONFIG  # noqa: E402
+from generate import CURRENT_CONFIG as CONFIG, _ZBL  # noqa: E402
 
 
 def model_options(args):
+    """(type names, nequip's model builder, its options) for --arch."""
     types = args.species.split(",")
     rng = np.random.default_rng(args.seed)
-    return types, dict(
-        r_max=args.r_max, num_layers=args.layers, l_max=args.l_max, parity=args.parity,
-        num_features=args.features, radial_mlp_depth=1, radial_mlp_width=128, num_bessels=8,
-        polynomial_cutoff_p=6, avg_num_neighbors=args.avg_num_neighbors,
+    if args.arch == "m":
+        target, model = "nequip.model.NequIPGNNModel", dict(
+            r_max=args.r_max, num_layers=args.layers, l_max=args.l_max, parity=args.parity,
+            num_features=args.features, radial_mlp_depth=1, radial_mlp_width=128,
+            num_bessels=8, polynomial_cutoff_p=6,
+            avg_num_neighbors=args.avg_num_neighbors or 28.0)
+    else:  # the published architectures at their real widths, with ZBL
+        from nequip_foundation_sizes import MODELS
+        target, model = MODELS[{"oam-l": "L", "xl": "XL"}[args.arch]]
+        model = dict(model, avg_num_neighbors=args.avg_num_neighbors or 44.0,
+                     pair_potential=dict(_ZBL, chemical_species=types))
+    model.update(
         per_type_energy_scales={t: float(v) for t, v in zip(types, rng.uniform(0.5, 1.5,
                                                                                len(types)))},
         per_type_energy_shifts={t: float(v) for t, v in zip(types, rng.uniform(-3, 1,
                                                                                len(types)))})
+    return types, target, model
 
 
 def make(args):
@@ -74,7 +95,7 @@ def make(args):
 
     out = os.path.abspath(args.outdir)
     os.makedirs(out, exist_ok=True)
-    types, model = model_options(args)
+    types, target, model = model_options(args)
     work = tempfile.mkdtemp(prefix="fnq-nequip-peer-")
     rng = np.random.default_rng(1000 + args.seed)
     frames = []
@@ -89,9 +110,9 @@ def make(args):
         model, default_flow_style=False, width=1000).splitlines())
     ckdir = os.path.join(work, "ck")
     with open(os.path.join(work, "config.yaml"), "w") as f:
-        f.write(CONFIG.format(types=json.dumps(types), data=data, r_max=args.r_max,
+        f.write(CONFIG.format(types=json.dumps(types), data=data, r_max=model["r_max"],
                               ckdir=ckdir, seed=args.seed, dtype=args.dtype, model=model_yaml,
-                              target="nequip.model.NequIPGNNModel",
+                              target=target,
                               mapper_key="model_type_names"))
     subprocess.run([sys.executable, "-m", "nequip.scripts.train", "-cp", work, "-cn", "config",
                     f"hydra.run.dir={work}/run"], check=True, cwd=work)
@@ -104,10 +125,12 @@ def make(args):
     # later fails on the package ("No module named openequivariance in self-contained
     # archive"). Its source tree on PYTHONPATH is enough (no GPU or build needed).
     import importlib.util
-    if importlib.util.find_spec("openequivariance") is None:
-        print("make_nequip_peer_model: openequivariance is not importable: the package will "
-              "not compile with --modifiers enable_OpenEquivariance (put its source tree on "
-              "PYTHONPATH: bench/NOTES.md)", file=sys.stderr, flush=True)
+    for mod, modifier in (("openequivariance", "enable_OpenEquivariance"),
+                          ("cuequivariance_torch", "enable_CuEquivariance")):
+        if importlib.util.find_spec(mod) is None:
+            print(f"make_nequip_peer_model: {mod} is not importable: the package will not "
+                  f"compile with --modifiers {modifier} (bench/NOTES.md)", file=sys.stderr,
+                  flush=True)
     subprocess.run([sys.executable, "-m", "nequip.scripts.package", "build", ckpt, pkg],
                    check=True, cwd=work)
     fnqm = os.path.join(out, NAME + ".fnqm")
@@ -119,10 +142,11 @@ def make(args):
     import nequip
     with open(os.path.join(out, NAME + ".json"), "w") as f:
         json.dump({"made_by": "nequip " + nequip.__version__, "torch": torch.__version__,
-                   "model_dtype": args.dtype, "type_names": types, "options": model,
+                   "arch": args.arch, "model": target, "model_dtype": args.dtype,
+                   "type_names": types, "options": model,
                    "files": [os.path.basename(p) for p in (ckpt, pkg, fnqm)]}, f, indent=1)
     if not args.no_check:
-        sys.exit(check(ckpt, fnqm, types, args.r_max, out))
+        sys.exit(check(ckpt, fnqm, types, model["r_max"], out))
 
 
 def float64_twin(ckpt_path, out_path):
@@ -236,17 +260,28 @@ def check(ckpt, fnqm, types, r_max, out):
     return 0 if ok64 and ok32 else 1
 
 
+MODIFIERS = {"oeq": "enable_OpenEquivariance", "cueq": "enable_CuEquivariance", "none": None}
+
+
+def compiled_path(outdir, accel, target):
+    """OUTDIR/nequip-peer[-oeq|-cueq][-ase].nequip.pt2"""
+    return os.path.join(os.path.abspath(outdir), NAME + ("" if accel == "none" else "-" + accel)
+                        + ("-ase" if target == "ase" else "") + ".nequip.pt2")
+
+
 def compile_aot(args):
     out = os.path.abspath(args.outdir)
     pkg = os.path.join(out, NAME + ".nequip.zip")
-    target = os.path.join(out, NAME + ("" if args.no_oeq else "-oeq") + ".nequip.pt2")
+    accel = "none" if args.no_oeq else args.accel
+    target = compiled_path(out, accel, args.target)
     # pair_nequip: nequip's LAMMPS outputs (per-atom energies, forces, virial), what our model
-    # mode computes. On the lent H100 machines every target's package dies when PyTorch loads
-    # it back (bench/NOTES.md, bench/aoti_check.py).
+    # mode computes; ase: per-atom and total energy, forces, stress (nequip's ASE calculator).
+    # On the lent machines a package loads only with libstdc++ preloaded
+    # (scripts/gpu/gpu-nequip-env.sh, bench/NOTES.md).
     cmd = [sys.executable, "-m", "nequip.scripts.compile", pkg, target, "--mode", "aotinductor",
-           "--device", "cuda", "--target", args.target]
-    if not args.no_oeq:
-        cmd += ["--modifiers", "enable_OpenEquivariance"]
+           "--device", args.compile_device, "--target", args.target]
+    if MODIFIERS[accel]:
+        cmd += ["--modifiers", MODIFIERS[accel]]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     print(f"wrote {target}")
@@ -256,6 +291,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("step", choices=("make", "compile", "check"))
     ap.add_argument("outdir")
+    ap.add_argument("--arch", default="m", choices=("m", "oam-l", "xl"),
+                    help="make: the architecture (above); m takes the options below")
     ap.add_argument("--species", default=",".join(SPECIES))
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--l-max", type=int, default=2)
@@ -263,12 +300,16 @@ def main():
     ap.add_argument("--parity", action="store_true", help="odd and even irreps of each l "
                     "(nequip's NequIPGNNModel default; twice the paths)")
     ap.add_argument("--r-max", type=float, default=5.0)
-    ap.add_argument("--avg-num-neighbors", type=float, default=28.0,
-                    help="the mixed crystal has ~28 neighbours within 5 A")
+    ap.add_argument("--avg-num-neighbors", type=float,
+                    help="default: the mixed crystal's, ~28 within 5 A (m), ~44 within 6 A")
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument("--no-oeq", action="store_true", help="compile: e3nn tensor products")
+    ap.add_argument("--accel", default="oeq", choices=sorted(MODIFIERS),
+                    help="compile: the tensor-product kernels (nequip's modifier)")
+    ap.add_argument("--no-oeq", action="store_true", help="compile: --accel none")
+    ap.add_argument("--compile-device", default="cuda", choices=("cuda", "cpu"),
+                    help="compile: cpu (with --accel none) only to try the scripts")
     ap.add_argument("--target", default="pair_nequip", choices=("pair_nequip", "ase"),
                     help="compile: nequip-compile's target (the bench reads either)")
     args = ap.parse_args()
@@ -278,8 +319,10 @@ def main():
         compile_aot(args)
     else:
         out = os.path.abspath(args.outdir)
+        with open(os.path.join(out, NAME + ".json")) as f:
+            made = json.load(f)
         sys.exit(check(os.path.join(out, NAME + ".ckpt"), os.path.join(out, NAME + ".fnqm"),
-                       args.species.split(","), args.r_max, out))
+                       made["type_names"], made["options"]["r_max"], out))
 
 
 if __name__ == "__main__":

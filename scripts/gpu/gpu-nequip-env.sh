@@ -5,19 +5,38 @@
 # Python at our library: $FNQ_LIBRARY if set, else build-gpu/core/libfusednequip.so
 # (scripts/gpu/gpu-build.sh). libcjson comes from the .deps/*.deb files when the system has none.
 # OpenEquivariance: its wheel built with its precompiled (stable-ABI) extension, which
-# AOTInductor packages load (bench/NOTES.md says how it is made); without one, its sdist's
-# source tree, which JIT-builds the extension on first use (fine for eager use, not for
-# nequip-compile's AOTInductor: that run crashed, 2026-11-24).
+# AOTInductor packages load (bench/NOTES.md says how it is made); else its sdist, whose
+# precompiled extension is built here once per machine with CMake against this machine's
+# PyTorch and CUDA (what `pip wheel` of the sdist does, offline: nanobind from the carried
+# wheels; log /tmp/oeq-build.log), the source tree then on PYTHONPATH. If that build fails the
+# tree JIT-builds its extension on first use (fine for eager use, not for nequip-compile's
+# AOTInductor: that run crashed, 2026-11-24). cuEquivariance (nequip's enable_CuEquivariance):
+# the cuequivariance, cuequivariance-torch and cuequivariance-ops(-torch)-cu13 wheels unpacked
+# into one tar.xz (cueq-*.tar.xz; the wheels are 74 MB, over what a call carries), unpacked here.
 set -e
 wheels=${FNQ_NEQUIP_WHEELS:-.whl/nequip}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site-nequip "$wheels"/*.whl
+for t in "$wheels"/cueq-*.tar.xz; do
+  [ -f "$t" ] && [ ! -d /tmp/site-nequip/cuequivariance_torch ] && tar xJf "$t" -C /tmp/site-nequip
+done
 oeq=
 if ! ls "$wheels"/openequivariance-*.whl > /dev/null 2>&1 && \
     ls "$wheels"/openequivariance-*.tar.gz > /dev/null 2>&1; then
-  mkdir -p /tmp/site-nequip/oeq && tar xzf "$wheels"/openequivariance-*.tar.gz -C /tmp/site-nequip/oeq
+  mkdir -p /tmp/site-nequip/oeq
+  ls -d /tmp/site-nequip/oeq/openequivariance-*/ > /dev/null 2>&1 ||
+    tar xzf "$wheels"/openequivariance-*.tar.gz -C /tmp/site-nequip/oeq
   oeq=$(ls -d /tmp/site-nequip/oeq/openequivariance-*/ | head -1)
-  oeq=:${oeq%/}
+  oeq=${oeq%/}
+  if [ ! -f "$oeq/openequivariance/_torch/extlib/liboeq_stable_cuda_aoti.so" ]; then
+    torchdir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
+    { PYTHONPATH=/tmp/site-nequip cmake -S "$oeq" -B /tmp/oeq-build -G Ninja \
+        -DCMAKE_BUILD_TYPE=Release -DFETCHCONTENT_SOURCE_DIR_LIBTORCH="$torchdir" \
+        -DPython_EXECUTABLE="$(command -v python3)" &&
+      cmake --build /tmp/oeq-build && cmake --install /tmp/oeq-build; } > /tmp/oeq-build.log 2>&1 ||
+      echo "gpu-nequip-env: OpenEquivariance's extension did not build (/tmp/oeq-build.log)" >&2
+  fi
+  oeq=:$oeq
 fi
 if [ ! -f /usr/include/cjson/cJSON.h ] && [ -d .deps ] && [ ! -d /tmp/fnq-deps/usr ]; then
   mkdir -p /tmp/fnq-deps && for f in .deps/*.deb; do dpkg -x "$f" /tmp/fnq-deps; done
