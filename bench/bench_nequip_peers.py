@@ -330,7 +330,8 @@ def environment():
     info = {"python": sys.version.split()[0], "cpu": cpu_name(), "gpu": gpu_name()}
     out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True)
-    info["fusednequip_commit"] = out.stdout.strip()
+    # a copy without git metadata (a device run from an exported tree) names it in FNQ_COMMIT
+    info["fusednequip_commit"] = out.stdout.strip() or os.environ.get("FNQ_COMMIT", "")
     return info
 
 
