@@ -4,7 +4,8 @@
 # bench/bench_nequip_peers.py, JSON lines into $OUT (default /tmp): nequip-peers[-ARCH].jsonl,
 # its table in nequip-peers[-ARCH].txt, logs.
 # Needs the wheels in .whl/nequip/ (scripts/gpu/gpu-nequip-env.sh) and our library: builds it with
-# scripts/gpu/gpu-build.sh unless $FNQ_LIBRARY names one (in the background, beside the rest).
+# scripts/gpu/gpu-build.sh unless $FNQ_LIBRARY names one (in the background while the wheels
+# install and OpenEquivariance's extension builds).
 # $NEQUIP_ARCHS (default m): the models, bench/make_nequip_peer_model.py --arch (m, oam-l, xl),
 # each in .models/nequip-peer (m; or $NEQUIP_PEER_MODELS) or .models/nequip-ARCH, made here when
 # the folder has none (nequip-train on the CPU, nequip-package, our converter, then the
@@ -32,6 +33,8 @@ source scripts/gpu/gpu-nequip-env.sh
 el "environment ready"
 python3 -c "import torch, nequip, jax; print('torch', torch.__version__, 'nequip', nequip.__version__, 'jax', jax.__version__, jax.devices())"
 python3 -c "import openequivariance._torch.extlib as e; print('openequivariance: precompiled extension', e.USE_PRECOMPILED_EXTENSION, 'loaded', e.BUILT_EXTENSION, e.BUILT_EXTENSION_ERROR or '')" 2>&1 | tail -1
+# make converts the package with our library: the build must be done first
+if [ -n "${build:-}" ]; then wait $build; el "built build-gpu (rc $(cat "$out/build.rc"))"; build=; fi
 made=() pids=()
 for a in $archs; do
   if [ ! -f "$(dir $a)/nequip-peer.fnqm" ]; then
@@ -40,7 +43,7 @@ for a in $archs; do
     made+=($a) pids+=($!)
   fi
 done
-for p in "${pids[@]}"; do wait $p || el "make failed: $(tail -3 "$out"/make*.log)"; done
+for p in "${pids[@]}"; do wait $p || el "a make failed: $(tail -n 3 "$out"/make*.log)"; done
 [ ${#made[@]} = 0 ] || el "made: ${made[*]}"
 for a in $archs; do
   for c in $accels; do
@@ -49,7 +52,6 @@ for a in $archs; do
       --target "$target" > "$out/compile$(sfx $a)-$c.log" 2>&1 &
   done
 done
-if [ -n "${build:-}" ]; then wait $build; el "built build-gpu (rc $(cat "$out/build.rc"))"; fi
 for a in "${made[@]}"; do
   python3 bench/make_nequip_peer_model.py check "$(dir $a)" > "$out/check-$a.log" 2>&1
   el "check $a rc $?"; grep "largest relative" "$out/check-$a.log"
