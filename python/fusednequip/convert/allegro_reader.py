@@ -78,6 +78,12 @@ def _norm(mod, path, where):
 def read_allegro(path, species=None):
     """(config, arrays) of the AllegroModel in `path`"""
     graph_model, version, made_by = _load(path)
+    return read_graph_model(graph_model, path, version, made_by, species)
+
+
+def read_graph_model(graph_model, path, version=None, made_by=None, species=None):
+    """(config, arrays) of a loaded nequip GraphModel holding an AllegroModel; `path` names
+    it in errors"""
     _need(hasattr(graph_model, "model"), path, "a file of several models or no GraphModel")
     meta = dict(getattr(graph_model, "_metadata", {}) or {})
     top = graph_model.model
