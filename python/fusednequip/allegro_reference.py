@@ -172,8 +172,11 @@ def edges(pos, cell, pbc, rc):
     shifts = [np.zeros(3)]
     if np.any(pbc):
         inv = np.linalg.inv(cell)
-        # lattice planes are |1/inv column| apart: images up to rc away need that many cells
-        reach = [int(math.ceil(rc * np.linalg.norm(inv[:, k]))) if pbc[k] else 0
+        # lattice planes k are 1/|inv[:, k]| apart: a pair within rc differs by at most
+        # rc |inv[:, k]| + (the atoms' spread in fractional coordinate k) cells
+        frac = pos @ inv
+        spread = frac.max(axis=0) - frac.min(axis=0)
+        reach = [int(math.ceil(rc * np.linalg.norm(inv[:, k]) + spread[k])) if pbc[k] else 0
                  for k in range(3)]
         shifts = [np.array([a, b, c], float) @ cell for a in range(-reach[0], reach[0] + 1)
                   for b in range(-reach[1], reach[1] + 1) for c in range(-reach[2], reach[2] + 1)]

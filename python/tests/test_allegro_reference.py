@@ -75,3 +75,18 @@ def test_reader_gives_the_committed_weights(ckpt):
     assert sorted(arrays) == sorted(want)
     for k in want:
         assert np.array_equal(arrays[k], want[k]), k
+
+
+def test_neighbour_list_equals_ase():
+    """The reference's edges (a skewed cell shorter than the cutoff, atoms outside it) are
+    ASE's"""
+    from ase import Atoms
+    from ase.neighborlist import neighbor_list
+    rng = np.random.default_rng(3)
+    cell = np.array([[2.9, 0.0, 0.0], [2.1, 2.4, 0.0], [-1.3, 0.9, 2.7]])
+    atoms = Atoms("H4", positions=rng.uniform(-3, 6, (4, 3)), cell=cell, pbc=True)
+    i, j, r = R.edges(atoms.positions, cell, atoms.pbc, 4.3)
+    ai, aj, ad = neighbor_list("ijd", atoms, 4.3)
+    ours = sorted(zip(i, j, np.round(np.linalg.norm(r, axis=1), 9)))
+    theirs = sorted(zip(ai, aj, np.round(ad, 9)))
+    assert ours == theirs
