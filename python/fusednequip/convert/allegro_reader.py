@@ -78,7 +78,24 @@ def _norm(mod, path, where):
 def read_allegro(path, species=None):
     """(config, arrays) of the AllegroModel in `path`"""
     graph_model, version, made_by = _load(path)
+    allegro = _allegro_version(path)
+    if made_by:  # packages record the versions that made them, checkpoints do not
+        made_by = f"nequip {made_by}" + (f", nequip-allegro {allegro}" if allegro else "")
     return read_graph_model(graph_model, path, version, made_by, species)
+
+
+def _allegro_version(path):
+    """The nequip-allegro version a package records (None for a checkpoint)"""
+    import re
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            meta = [n for n in z.namelist() if n.endswith("model/package_metadata.txt")]
+            m = re.search(r"^\s*allegro:\s*['\"]?([0-9][^\s'\"]*)", z.read(meta[0]).decode(),
+                          re.M) if meta else None
+            return m.group(1) if m else None
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
 
 
 def read_graph_model(graph_model, path, version=None, made_by=None, species=None):
