@@ -40,6 +40,7 @@ ACCEPTED = {
                                   scalar_embed_mlp_hidden_layers_depth=2,
                                   scalar_embed_mlp_nonlinearity=None,
                                   readout_mlp_nonlinearity="softplus",
+                                  allegro_mlp_nonlinearity="None",  # Identity, with gains
                                   per_type_energy_scales=1.7, per_type_energy_shifts=-0.4),
     # 4 layers with parity (odd scalars and even vectors in the track), per-type
     # avg_num_neighbors, symmetric per-edge-type cutoffs, ZBL with its own exponent

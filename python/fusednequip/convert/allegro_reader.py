@@ -21,7 +21,9 @@ FUNC_CHILDREN = ("edge_norm", "radial_chemical_embed", "scalar_embed_mlp", "tens
                  "allegro", "edge_readout", "edge_eng_sum", "per_type_energy_scale_shift",
                  "cutoff", "pair_potential", "total_energy_sum")
 # nequip.nn.mlp._NONLINEARITY_MAP's modules, by class name
-ACTIVATIONS = {"SiLU": "silu", "Mish": "mish", "GELU": "gelu", "Tanh": "tanh",
+# (Identity: the string "None" as a nonlinearity, which keeps the sqrt 2 gains; YAML null
+# gives no activation modules at all)
+ACTIVATIONS = {"Identity": "identity", "SiLU": "silu", "Mish": "mish", "GELU": "gelu", "Tanh": "tanh",
                "ShiftedSoftplus": "ssp", "Sigmoid": "sigmoid", "Softplus": "softplus"}
 
 
