@@ -161,7 +161,7 @@ def read_graph_model(graph_model, path, version=None, made_by=None, species=None
               f"{where}: weight_individual_irreps false")
     _need(all(n == 1 for n in al._n_scalar_outs), path, "more than one scalar per TP output")
     _mlp(al.first_layer_env_embed_projection, "first_layer_env_embed_projection",
-         "allegro_mlp", path, arrays, mlps)
+         "num_scalar_features", path, arrays, mlps)  # a fixed linear, no config keys of its own
     arrays["env_sum_norm"] = _norm(al.avg_num_neighbors_norm, path, "allegro")
     tps = []
     for k, (tp, lat) in enumerate(zip(al.tps, al.latents)):
