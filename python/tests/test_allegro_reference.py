@@ -15,6 +15,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("ase.io")
+from compare import rel  # noqa: E402 (after the skips: it needs numpy)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "tests", "fixtures", "allegro")
@@ -32,12 +33,6 @@ def _reference():
 
 
 R = _reference()
-
-
-def rel(ours, ref):
-    ours, ref = np.asarray(ours, float), np.asarray(ref, float)
-    assert ours.shape == ref.shape
-    return np.abs(ours - ref).max() / np.abs(ref).max()
 
 
 def test_fixtures_present():

@@ -12,18 +12,13 @@ import numpy as np
 import pytest
 from ase.io import read
 
+from compare import rel
 from fusednequip import FusedNequIPCalculator, Model
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                         "fixtures", "nequip")
 REFS = sorted(glob.glob(os.path.join(FIXTURES, "*.json")))
 TOL = {"float64": 1e-10, "float32": 1e-5}
-
-
-def rel(ours, ref):
-    ours, ref = np.asarray(ours, float), np.asarray(ref, float)
-    assert ours.shape == ref.shape
-    return np.abs(ours - ref).max() / np.abs(ref).max()
 
 
 def test_fixtures_present():
