@@ -10,12 +10,13 @@ Every MLP scale (ScalarLinearLayer.alpha) is folded into its matrix.
 """
 import json
 import math
+import zipfile
 
 import numpy as np
 
 from ..allegro_reference import _tp_tensor, parse_irreps
 from .nequip_common import ConversionError
-from .nequip_current import _load, _np, _pair_potential
+from .nequip_current import _is_package, _load, _maker_version, _np, _pair_potential
 
 FUNC_CHILDREN = ("edge_norm", "radial_chemical_embed", "scalar_embed_mlp", "tensor_embed",
                  "allegro", "edge_readout", "edge_eng_sum", "per_type_energy_scale_shift",
@@ -88,15 +89,9 @@ def read_allegro(path, species=None):
 
 def _allegro_version(path):
     """The nequip-allegro version a package records (None for a checkpoint)"""
-    import re
-    import zipfile
     try:
-        with zipfile.ZipFile(path) as z:
-            meta = [n for n in z.namelist() if n.endswith("model/package_metadata.txt")]
-            m = re.search(r"^\s*allegro:\s*['\"]?([0-9][^\s'\"]*)", z.read(meta[0]).decode(),
-                          re.M) if meta else None
-            return m.group(1) if m else None
-    except (OSError, KeyError, zipfile.BadZipFile):
+        return _maker_version(path, _is_package(path), "allegro")
+    except (OSError, zipfile.BadZipFile):
         return None
 
 

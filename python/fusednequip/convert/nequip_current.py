@@ -64,20 +64,21 @@ def _is_package(path):
         return any(n.endswith(".data/extern_modules") for n in z.namelist())
 
 
-def _maker_version(path, package):
-    """The nequip version that wrote the file, from its metadata (None if not recorded)."""
+def _maker_version(path, package, name="nequip"):
+    """The version of `name` (nequip, allegro) a package's metadata records (None if not
+    recorded; checkpoints record none)."""
     import re
     import zipfile
+    if not package:
+        return None
     try:
         with zipfile.ZipFile(path) as z:
-            if package:
-                meta = [n for n in z.namelist() if n.endswith("model/package_metadata.txt")]
-                text = z.read(meta[0]).decode() if meta else ""
-                m = re.search(r"^\s*nequip:\s*['\"]?([0-9][^\s'\"]*)", text, re.M)
-                return m.group(1) if m else None
+            meta = [n for n in z.namelist() if n.endswith("model/package_metadata.txt")]
+            text = z.read(meta[0]).decode() if meta else ""
+            m = re.search(rf"^\s*{name}:\s*['\"]?([0-9][^\s'\"]*)", text, re.M)
+            return m.group(1) if m else None
     except (OSError, KeyError, zipfile.BadZipFile):
         return None
-    return None
 
 
 def _load(path):
