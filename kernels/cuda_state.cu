@@ -145,8 +145,14 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
      * what the system reserves per block (bench/NOTES.md: two blocks per SM pay off for 64-edge
      * forward chunks; v18: three for the forward's table mode without the epilogue) */
     auto largest_fitting = [&](auto bytes, int blocks) {
-        const size_t share =
-            std::min((size_t)smem_limit, (size_t)(smem_per_sm / blocks - smem_reserved));
+        auto share_of = [&](int b) {
+            return std::min((size_t)smem_limit, (size_t)(smem_per_sm / b - smem_reserved));
+        };
+        /* a block whose epilogue alone is over the share runs one a multiprocessor anyway:
+         * its edges may then have the whole multiprocessor, not 16 a chunk (the XL-like
+         * NequIP's 160 KB epilogue left its layers 11 chunks of 16 edges for 4 atoms, each
+         * chunk reading and writing the atoms' message rows again; bench/NOTES.md) */
+        const size_t share = bytes(16) > share_of(blocks) ? share_of(1) : share_of(blocks);
         for (int ec = 256; ec >= 16; ec -= 16) /* > 64 fits in table mode only */
             if (bytes(ec) <= share)
                 return ec;
