@@ -40,8 +40,27 @@ static void debug_layer_sums(State<REAL> *s, int layer, int64_t rows, const char
             what, sum, (long long)(rows * width));
 }
 
+/* Owned atoms per block of the table-mode layer kernels. kNB (4, two warps an atom) while that
+ * gives every multiprocessor two blocks; fewer atoms take 2 or 1 (4 or 8 warps an atom, each
+ * running every 4th or 8th unit of the atom's work): at 512 atoms on an H100 the kernels
+ * otherwise run one block of 8 warps per multiprocessor, each warp a long serial walk
+ * (bench/NOTES.md, issue 47). A function of the atom count and the GPU, so a step's sums run
+ * in the same order every time. */
+template <typename REAL> static int atoms_per_block(const State<REAL> *s, int64_t nl)
+{
+    if (!s->few_ok || sizeof(REAL) != 4)
+        return kNB;
+    if (s->opt.atoms_per_block)
+        return s->opt.atoms_per_block;
+    /* the fewest atoms a block whose blocks still run at once (two a multiprocessor): 216
+     * atoms one, 512 two, 1,728 four on an H100 (132 multiprocessors), each the fastest there
+     * of the three (bench/NOTES.md) */
+    const int64_t at_once = 2 * (int64_t)s->n_sm;
+    return nl <= at_once ? 1 : nl <= 2 * at_once ? 2 : kNB;
+}
+
 template <typename REAL>
-static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
+static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int64_t n_launch,
                                      const struct fnq_exchange *x)
 {
     DeviceModel<REAL> &dm = s->dm;
@@ -58,11 +77,14 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
     for (int k = 0; k < (lean ? 1 : 2); k++)
         FNQ_CUDA_CHECK(cudaMemsetAsync(s->ga[k].p + nl * dm.max_mid_tiled, 0,
                                        sizeof(REAL) * dm.max_mid_tiled, s->stream));
-    if (ne > 0) {
-        FNQ_CUDA_CHECK(edge_features_launch<REAL>(dm.geo, s->edge_vec.p, ne, s->edge_feat.p,
-                                                  s->stream));
+    /* the edge count is read on the device: the receivers' last start (edge_geometry.cuh) */
+    const int64_t *ne = s->recv_start.p + nl;
+    if (n_launch > 0) {
+        FNQ_CUDA_CHECK(edge_features_launch<REAL>(dm.geo, s->edge_vec.p, ne, n_launch,
+                                                  s->edge_feat.p, s->stream));
         s->launches_model++;
     }
+    const int nbk = atoms_per_block(s, nl);
     int hc = 0, gc = 0;
     for (int l = 0; l < L; l++) {
         ForwardArgs<REAL> a;
@@ -74,6 +96,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.geo = dm.geo;
         a.layer = l;
         a.n_local = (int)nl;
+        a.nbk = nbk;
         a.recv_start = s->recv_start.p;
         a.edge_send = s->edge_send.p;
         a.edge_recv = s->edge_recv.p;
@@ -168,8 +191,15 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         if (s->opt.debug_layers)
             debug_layer_sums(s, l, nl, "message gradient dE/dA", b.ga, dm.max_mid_tiled,
                              dm.layers[l].mid.tile_dim);
-        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(b, s->smem_bwd, s->stream));
+        /* few atoms a block: their own chunks and shared memory (cuda_state.cuh); the ghost
+         * pass and the epilogue kernel below keep kNB */
+        b.nbk = nbk;
+        b.EC = nbk == kNB ? s->EC_bwd : s->EC_bwd_few[nbk / 2];
+        FNQ_CUDA_CHECK(layer_backward_launch<REAL>(
+            b, nbk == kNB ? s->smem_bwd : s->smem_bwd_few[nbk / 2], s->stream));
         s->launches_model++;
+        b.nbk = kNB;
+        b.EC = s->EC_bwd;
         if (l > 0 && ghosts) {
             FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
             s->launches_model++;
@@ -184,9 +214,9 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         gc ^= 1;
     }
     const PairEdges pair = {dm.pair, s->edge_recv.p, s->edge_send.p, s->species.p};
-    if (ne > 0) {
-        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, s->edge_ggeo.p, pair,
-                                        s->edge_grad.p, s->stream));
+    if (n_launch > 0) {
+        FNQ_CUDA_CHECK(edge_grad_launch(dm.geo, s->edge_vec.p, ne, n_launch, s->edge_ggeo.p,
+                                        pair, s->edge_grad.p, s->stream));
         s->launches_model++;
     }
     AssembleArgs as;
@@ -239,12 +269,20 @@ enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
     uint64_t version = 0;
     const bool can_record =
         exchange_recordable(x, &version) && !s->opt.debug_layers && !s->opt.no_cuda_graph;
+    /* The edge kernels cover n_launch edges and read the count on the device, so the graph is
+     * kept while the edges fit and fill at least 3/4 of them: in MD the count changes nearly
+     * every step, and capturing and instantiating the graph again cost ~0.3 ms of a 1.8 ms
+     * step at 512 atoms (H100, bench/NOTES.md, issue 47) */
+    int64_t n_launch = s->edge_launch;
+    if (ne > n_launch || ne < n_launch - n_launch / 4)
+        n_launch = ne == 0 ? 0 : ne + ne / 32 + 128;
+    s->edge_launch = n_launch;
     if (can_record) {
-        const int64_t key[5] = {nl, na, ne, s->epoch, (int64_t)version};
+        const int64_t key[5] = {nl, na, n_launch, s->epoch, (int64_t)version};
         if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
             cudaGraph_t g;
             FNQ_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-            enum fnq_status st = enqueue_model<REAL>(s, nl, na, ne, x);
+            enum fnq_status st = enqueue_model<REAL>(s, nl, na, n_launch, x);
             cudaError_t end = cudaStreamEndCapture(s->stream, &g);
             FNQ_CHECK(st);
             FNQ_CUDA_CHECK(end);
@@ -262,7 +300,7 @@ enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
         }
         FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
     } else {
-        FNQ_CHECK(enqueue_model<REAL>(s, nl, na, ne, x));
+        FNQ_CHECK(enqueue_model<REAL>(s, nl, na, n_launch, x));
     }
     phase_end(s, &s->t_model);
     double totals[7];

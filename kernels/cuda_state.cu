@@ -132,19 +132,27 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
                                                      epilogue));
         return w;
     };
+    int nbk = kNB;
     auto bwd_bytes = [&](int ec) {
         size_t w = 0;
         for (int l = 0; l < dm.n_layers; l++)
             w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l], dm.layers[l > 0 ? l - 1 : 0],
-                                                      dm.geo.lmax, ec, s->epi_len, epilogue));
+                                                      dm.geo.lmax, ec, s->epi_len, epilogue,
+                                                      nbk));
         return w;
     };
     /* the blocks the kernels are built for share a multiprocessor's shared memory, each with
      * what the system reserves per block (bench/NOTES.md: two blocks per SM pay off for 64-edge
      * forward chunks; v18: three for the forward's table mode without the epilogue) */
     auto largest_fitting = [&](auto bytes, int blocks) {
-        const size_t share =
-            std::min((size_t)smem_limit, (size_t)(smem_per_sm / blocks - smem_reserved));
+        auto share_of = [&](int b) {
+            return std::min((size_t)smem_limit, (size_t)(smem_per_sm / b - smem_reserved));
+        };
+        /* a block whose epilogue alone is over the share runs one a multiprocessor anyway:
+         * its edges may then have the whole multiprocessor, not 16 a chunk (the XL-like
+         * NequIP's 160 KB epilogue left its layers 11 chunks of 16 edges for 4 atoms, each
+         * chunk reading and writing the atoms' message rows again; bench/NOTES.md) */
+        const size_t share = bytes(16) > share_of(blocks) ? share_of(1) : share_of(blocks);
         for (int ec = 256; ec >= 16; ec -= 16) /* > 64 fits in table mode only */
             if (bytes(ec) <= share)
                 return ec;
@@ -155,17 +163,30 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
     s->EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes, 2);
     s->smem_fwd = fwd_bytes(s->EC_fwd);
     s->smem_bwd = bwd_bytes(s->EC_bwd);
+    s->few_ok = all_tables;
+    for (int k = 0; k < 2; k++) {
+        nbk = 1 << k;
+        s->EC_bwd_few[k] = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes, 2);
+        s->smem_bwd_few[k] = bwd_bytes(s->EC_bwd_few[k]);
+        s->few_ok &= s->smem_bwd_few[k] <= (size_t)smem_limit;
+    }
+    const size_t smem_bwd_max =
+        s->few_ok ? std::max({s->smem_bwd, s->smem_bwd_few[0], s->smem_bwd_few[1]}) : s->smem_bwd;
     if (s->opt.verbose)
         fprintf(stderr, "fusednequip cuda: %d/%d edges per forward/backward super-chunk, %zu/%zu "
                         "bytes of shared memory per block\n",
                 s->EC_fwd, s->EC_bwd, s->smem_fwd, s->smem_bwd);
+    if (s->opt.verbose && s->few_ok)
+        fprintf(stderr, "fusednequip cuda: few atoms (1/2 a block): %d/%d edges per backward "
+                        "super-chunk, %zu/%zu bytes\n",
+                s->EC_bwd_few[0], s->EC_bwd_few[1], s->smem_bwd_few[0], s->smem_bwd_few[1]);
     if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "the model needs %zu bytes of shared memory per block, more than the %d "
                          "this GPU offers",
                          std::max(s->smem_fwd, s->smem_bwd), smem_limit);
     FNQ_CUDA_CHECK(forward_configure<REAL>(s->smem_fwd));
-    FNQ_CUDA_CHECK(backward_configure<REAL>(s->smem_bwd));
+    FNQ_CUDA_CHECK(backward_configure<REAL>(smem_bwd_max));
     return FNQ_STATUS_OK;
 }
 
@@ -319,7 +340,7 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     auto slots = [&](int64_t blocks) {
         return (int)std::max<int64_t>(1, std::min<int64_t>(4 * (int64_t)s->n_sm, blocks));
     };
-    s->dx_slots = slots((nl + kNB - 1) / kNB);
+    s->dx_slots = slots(nl); /* up to one atom a block (atoms_per_block, cuda_run.cu) */
     s->dx_slots_ghost = slots((na - nl + kGhostNB - 1) / kGhostNB);
     const size_t dx_rows =
         std::max((size_t)s->dx_slots * kNB, (size_t)s->dx_slots_ghost * kGhostNB);

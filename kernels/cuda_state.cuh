@@ -31,6 +31,12 @@ template <typename REAL> struct State {
     bool model_uploaded = false;
     int EC_fwd = 32, EC_bwd = 32, epi_len = 1;
     size_t smem_fwd = 0, smem_bwd = 0;
+    /* few atoms (atoms_per_block, cuda_run.cu): the backward layer kernels with 1 or 2 atoms a
+     * block keep a dE/dY row per edge and warp of an atom, so their chunks and shared memory
+     * differ ([0]: one atom, [1]: two); few_ok: every layer has its radial table */
+    bool few_ok = false;
+    int EC_bwd_few[2] = {32, 32};
+    size_t smem_bwd_few[2] = {0, 0};
     int epoch = 0; /* bumped when a buffer moves (device_buffer.cuh) */
     int64_t max_atoms = 0; /* the largest system's atoms (ghosts included), for FNQ_VERBOSE */
 
@@ -86,6 +92,7 @@ template <typename REAL> struct State {
     /* recorded model evaluation */
     cudaGraphExec_t graph = nullptr;
     int64_t graph_key[5] = {-1, -1, -1, -1, -1};
+    int64_t edge_launch = 0; /* edges the edge kernels' launches cover (cuda_run.cu) */
     int launches_model = 0, launches_nl = 0;
     /* FNQ_TIMING=1: wall-clock per phase, summed over calls and printed when the context is
      * freed (graph: uploads and the neighbour list; model: the kernels; results: downloads) */

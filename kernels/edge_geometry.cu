@@ -29,9 +29,10 @@ __device__ __forceinline__ double edge_direction(const double *r, double nv[3])
  * own row (nsh + n_rfeat values, 72 bytes in float32) left partly written sectors to L2 and
  * was several times slower (bench/NOTES.md v8.2). */
 template <typename REAL, int L>
-__global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
-                                     REAL *feat)
+__global__ void edge_features_kernel(Geometry g, const double *edge_vec,
+                                     const int64_t *n_edges_at, REAL *feat)
 {
+    const int64_t n_edges = *n_edges_at;
     extern __shared__ double tile[]; /* the rows [blockDim.x][nf], then L < 0's Y columns */
     const int T = blockDim.x, nf = g.nsh + g.n_rfeat;
     const int64_t e0 = (int64_t)blockIdx.x * T, e = e0 + threadIdx.x;
@@ -74,9 +75,10 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec, int64_t
 
 /* L as in edge_features_kernel; the column version keeps Y and its adjoints: [2][nsh][T] */
 template <int L>
-__global__ void edge_grad_kernel(Geometry g, const double *edge_vec, int64_t n_edges,
+__global__ void edge_grad_kernel(Geometry g, const double *edge_vec, const int64_t *n_edges_at,
                                  const double *ggeo, PairEdges pe, double *edge_grad)
 {
+    const int64_t n_edges = *n_edges_at;
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_edges)
         return;
@@ -163,40 +165,42 @@ template <typename REAL> static int features_threads(const Geometry &g, bool col
 }
 
 template <typename REAL>
-cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                                 REAL *feat, cudaStream_t stream)
+cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec,
+                                 const int64_t *n_edges, int64_t n_launch, REAL *feat,
+                                 cudaStream_t stream)
 {
-    if (n_edges == 0)
+    if (n_launch == 0)
         return cudaSuccess;
     return with_sh_degree(g, [&](auto deg) {
         constexpr int L = decltype(deg)::value;
         size_t smem = 0;
         const int threads = features_threads<REAL>(g, L < 0, &smem);
-        edge_features_kernel<REAL, L><<<(unsigned)((n_edges + threads - 1) / threads), threads,
+        edge_features_kernel<REAL, L><<<(unsigned)((n_launch + threads - 1) / threads), threads,
                                         smem, stream>>>(g, edge_vec, n_edges, feat);
         return cudaGetLastError();
     });
 }
 
-cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                             const double *ggeo, const PairEdges &pe, double *edge_grad,
-                             cudaStream_t stream)
+cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, const int64_t *n_edges,
+                             int64_t n_launch, const double *ggeo, const PairEdges &pe,
+                             double *edge_grad, cudaStream_t stream)
 {
-    if (n_edges == 0)
+    if (n_launch == 0)
         return cudaSuccess;
     return with_sh_degree(g, [&](auto deg) {
         constexpr int L = decltype(deg)::value;
         const int threads = L >= 0 ? 128 : column_threads(g, 2);
         const size_t smem = L >= 0 ? 0 : 2 * sizeof(double) * g.nsh * threads;
-        edge_grad_kernel<L><<<(unsigned)((n_edges + threads - 1) / threads), threads, smem,
+        edge_grad_kernel<L><<<(unsigned)((n_launch + threads - 1) / threads), threads, smem,
                               stream>>>(g, edge_vec, n_edges, ggeo, pe, edge_grad);
         return cudaGetLastError();
     });
 }
 
-template cudaError_t edge_features_launch<float>(const Geometry &, const double *, int64_t,
-                                                 float *, cudaStream_t);
-template cudaError_t edge_features_launch<double>(const Geometry &, const double *, int64_t,
-                                                  double *, cudaStream_t);
+template cudaError_t edge_features_launch<float>(const Geometry &, const double *,
+                                                 const int64_t *, int64_t, float *, cudaStream_t);
+template cudaError_t edge_features_launch<double>(const Geometry &, const double *,
+                                                  const int64_t *, int64_t, double *,
+                                                  cudaStream_t);
 
 } // namespace fnqcu

@@ -18,13 +18,17 @@
 
 namespace fnqcu {
 
+/* The edge count is read on the device (*n_edges, the receivers' last start) and the launch
+ * covers n_launch >= it: a recorded CUDA graph then serves every step whose edges still fit,
+ * in MD nearly every step between two neighbour-list builds (cuda_run.cu). */
 template <typename REAL>
-cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                                 REAL *feat, cudaStream_t stream);
+cudaError_t edge_features_launch(const Geometry &g, const double *edge_vec,
+                                 const int64_t *n_edges, int64_t n_launch, REAL *feat,
+                                 cudaStream_t stream);
 
 /* pe: the model's pair term, whose dE/dr joins each edge's gradient (pair_term.cuh) */
-cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, int64_t n_edges,
-                             const double *ggeo, const PairEdges &pe, double *edge_grad,
-                             cudaStream_t stream);
+cudaError_t edge_grad_launch(const Geometry &g, const double *edge_vec, const int64_t *n_edges,
+                             int64_t n_launch, const double *ggeo, const PairEdges &pe,
+                             double *edge_grad, cudaStream_t stream);
 
 } // namespace fnqcu

@@ -18,8 +18,9 @@
  * edge lists of their own) and only produces their dE/dh1; the epilogue then waits for the
  * reverse exchange and runs as backward_epilogue_kernel.
  * Radial table mode (float32 default): no MLP, no rounds and no weight tiles; warp (atom q,
- * parity) runs every other unit (a path group, tp_group.cuh, or one path's column task) over
- * atom q's edges, weights and dw/dt from the table, and dE/dt of each edge (summed with dE/dY) goes to edge_ggeo instead of dE/d(basis).
+ * parity) runs every P-th unit (a path group, tp_group.cuh, or one path's column task; P = 2,
+ * or 4 or 8 for few atoms) over atom q's edges, weights and dw/dt from the table, and dE/dt
+ * of each edge (summed with dE/dY) goes to edge_ggeo instead of dE/d(basis).
  */
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"
@@ -35,10 +36,10 @@ namespace fnqcu {
 
 template <typename REAL> struct BwdLayout {
     int EC, nsh, ld[kMaxMlp + 1], ldm, ldr;
-    /* radial table mode: no MLP and no weight tiles; the dE/dY rows (one per edge and task
-     * parity) have one more slot (nsh1 = nsh + 1) for dE/dt */
+    /* radial table mode: no MLP and no weight tiles; the dE/dY rows (one per edge and warp of
+     * an atom, wpa of them) have one more slot (nsh1 = nsh + 1) for dE/dt */
     bool table;
-    int nsh1;
+    int nsh1, wpa;
     size_t off_knot, off_c, off_dc;
     /* compact: the MLP's hidden layers keep only their last activation through the rounds;
      * the others live in the gradient tile while they are computed (free then), and after the
@@ -53,9 +54,10 @@ template <typename REAL> struct BwdLayout {
     size_t off_dx, off_tmp, off_gin, off_yv, off_yn, off_gyn, off_rho, off_red, epi_bytes;
 
     __host__ __device__ void init(const Layer<REAL> &L, const Layer<REAL> &Pv, int lmax, int ec,
-                                  int epi_len)
+                                  int epi_len, int nbk)
     {
         EC = ec;
+        wpa = kWarps / nbk;
         nsh = (lmax + 1) * (lmax + 1);
         ldm = 8;
         const int K = L.n_mlp;
@@ -88,7 +90,7 @@ template <typename REAL> struct BwdLayout {
             for (int k = 0; k < K; k++)
                 off_act[k] = off_pre[k] = off_act_again[k] = off_pre_again[k] = 0;
             off_r = off_dr = off_dh = off_m0 = off_m1 = 0; /* no weight tiles, no MLP */
-            off_dyw = take(sizeof(REAL) * EC * 2 * nsh1); /* per edge, per task parity */
+            off_dyw = take(sizeof(REAL) * EC * wpa * nsh1); /* per edge and warp of an atom */
             off_knot = take(sizeof(int) * EC);
             off_c = take(sizeof(REAL) * EC * 4);
             off_dc = take(sizeof(REAL) * EC * 4);
@@ -235,21 +237,24 @@ __device__ void backward_epilogue(const BackwardArgs<REAL> &a, const BwdLayout<R
     }
 }
 
-/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs every other unit
- * (Layer::units) over one atom's edges on its own, weights and dw/dt from the table, and sums dE/dt with
- * dE/dY in its parity's rows */
-template <typename REAL, bool GHOST, bool TAB>
+/* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs every P-th unit
+ * (Layer::units) over one atom's edges on its own, weights and dw/dt from the table, and sums
+ * dE/dt with dE/dY in its parity's rows */
+template <typename REAL, bool GHOST, bool TAB, int NBK>
 __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a,
                                                      unsigned char *smem, REAL *dxrows)
 {
     const Layer<REAL> &L = a.L;
-    BwdLayout<REAL> lay;
-    lay.init(L, a.prev, a.geo.lmax, a.EC, a.epi_len);
     /* GHOST: the block's "atoms" are ghosts [first + NB*b, ...), walked through the by-sender
-     * index, PER_WARP of them per warp; otherwise owned receivers with their contiguous edges */
+     * index, PER_WARP of them per warp; otherwise owned receivers with their contiguous edges,
+     * nbk of them in table mode (kWarps / nbk warps each) */
     constexpr int NB = GHOST ? kGhostNB : kNB, PER_WARP = GHOST ? kGhostsPerWarp : 1;
-    const int r0 = (GHOST ? a.n_local : 0) + blockIdx.x * NB;
-    const int nb = min(NB, (GHOST ? a.n_all : a.n_local) - r0);
+    constexpr int nbk = GHOST || !TAB ? kNB : NBK; /* warps: nbk atoms (ghost groups) x P */
+    constexpr int P = kWarps / nbk;
+    BwdLayout<REAL> lay;
+    lay.init(L, a.prev, a.geo.lmax, a.EC, a.epi_len, nbk);
+    const int r0 = (GHOST ? a.n_local + blockIdx.x * NB : blockIdx.x * nbk);
+    const int nb = min(GHOST ? NB : nbk, (GHOST ? a.n_all : a.n_local) - r0);
     const int64_t *start = GHOST ? a.send_start : a.recv_start;
     const int64_t eb = start[r0], ee = start[r0 + nb];
     const int K = L.n_mlp;
@@ -291,30 +296,31 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
             const int i = GHOST ? (int)a.edge_send[e] : (int)a.edge_recv[e];
             sRecv[k] = i | (e0 + k == start[i] ? kFirstEdge : 0);
         }
-        for (int k = threadIdx.x; TAB && k < n * 2 * lay.nsh1; k += blockDim.x)
+        for (int k = threadIdx.x; TAB && k < n * P * lay.nsh1; k += blockDim.x)
             sDYw[k] = 0;
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
             /* warp = (atom q, task parity), as in the forward kernel (in the ghost pass q is
-             * PER_WARP consecutive ghosts); the two parities' dE/dY rows of each edge are
-             * summed after the passes. Layer 0 has no dE/dh1, only rows per edge, so there an
-             * atom's two warps split its edges and each runs every unit (nequix-mp-1's layer
-             * 0 has 3 units: split 2:1, one warp waited for the other). */
-            const int q = (warp % kNB) * PER_WARP, parity = warp / kNB;
+             * PER_WARP consecutive ghosts); the P parities' dE/dY rows of each edge are summed
+             * after the passes, in parity order. Layer 0 has no dE/dh1, only rows per edge, so
+             * there an atom's P warps split its edges and each runs every unit (nequix-mp-1's
+             * layer 0 has 3 units: split 2:1, one warp waited for the other). */
+            const int q = (warp % nbk) * PER_WARP, parity = warp / nbk;
             const bool by_edges = !GHOST && !need_dx;
             if (q < nb) {
                 ca.e_first = (int)(max(start[r0 + q], e0) - e0);
                 ca.n = (int)(min(start[r0 + min(q + PER_WARP, nb)], e0 + n) - e0);
                 if (by_edges) {
-                    const int mid = ca.e_first + (ca.n - ca.e_first + 1) / 2;
-                    (parity ? ca.e_first : ca.n) = mid;
+                    const int len = ca.n - ca.e_first, first = ca.e_first;
+                    ca.e_first = first + (len * parity + P - 1) / P;
+                    ca.n = first + (len * (parity + 1) + P - 1) / P;
                 }
             } else {
                 ca.e_first = ca.n = 0;
             }
             const uint32_t dyw = shared_offset(sDYw + parity * lay.nsh1);
-            const int first_unit = by_edges ? 0 : parity, unit_step = by_edges ? 1 : 2;
+            const int first_unit = by_edges ? 0 : parity, unit_step = by_edges ? 1 : P;
             for (int unit = first_unit; unit < L.n_units && !(a.skip & kSkipColumns);
                  unit += unit_step) {
                 const int4 un = L.units[unit], tk = L.utasks[un.x];
@@ -322,12 +328,12 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
                     group_backward_dispatch<REAL>(un.z, ca, L.paths, L.utasks + un.x,
                                                   tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
                                                   a.ga_stride, a.n_local, need_dx || GHOST,
-                                                  GHOST, dyw, 2 * lay.nsh1, dxrows,
+                                                  GHOST, dyw, P * lay.nsh1, dxrows,
                                                   a.dx_stride);
                 else
                     column_backward_dispatch<true, REAL>(
                         ca, L.paths[tk.x], tk.y + lane, tk.w + lane, lane < tk.z, a.ga,
-                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, 0, dyw, 2 * lay.nsh1,
+                        a.ga_stride, a.n_local, need_dx || GHOST, GHOST, 0, dyw, P * lay.nsh1,
                         dxrows, a.dx_stride);
             }
             ca.e_first = 0;
@@ -373,8 +379,8 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
         }
         __syncthreads();
         if (!GHOST && TAB) {
-            /* dE/dY and dE/dt per edge: the two task parities' rows summed, added to the
-             * edge's row of edge_ggeo */
+            /* dE/dY and dE/dt per edge: the task parities' rows summed in order, added to
+             * the edge's row of edge_ggeo */
             const int nf = lay.nsh + 2, total = n * nf;
             double *gg = a.edge_ggeo + e0 * nf;
             for (int base = threadIdx.x; base < total; base += kStageBatch * blockDim.x) {
@@ -389,9 +395,14 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
                     if (idx >= total)
                         break;
                     double v = 0.0;
-                    if (q < lay.nsh1)
-                        v = (double)(sDYw[(k * 2) * lay.nsh1 + q] +
-                                     sDYw[(k * 2 + 1) * lay.nsh1 + q]);
+                    if (q < lay.nsh1) {
+                        const REAL *row = sDYw + k * P * lay.nsh1 + q;
+                        REAL sum = row[0];
+#pragma unroll
+                        for (int p = 1; p < P; p++)
+                            sum += row[p * lay.nsh1];
+                        v = (double)sum;
+                    }
                     gg[idx] = a.first_ggeo ? v : old[j] + v;
                 }
             }
@@ -474,7 +485,7 @@ __device__ __forceinline__ void layer_backward_block(const BackwardArgs<REAL> &a
  * after its epilogue. Slots are tried from blockIdx.x on; a block that finds them all taken
  * waits for a running block to finish (there are more slots than blocks that fit on the GPU at
  * once, so it rarely does). Layer 0 computes no dE/dh1 and takes none. */
-template <typename REAL, bool GHOST, bool TAB>
+template <typename REAL, bool GHOST, bool TAB, int NBK>
 __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArgs<REAL> a)
 {
     extern __shared__ __align__(32) unsigned char smem[];
@@ -496,7 +507,7 @@ __global__ void __launch_bounds__(kThreads, 2) layer_backward_kernel(BackwardArg
     }
     REAL *dxrows =
         need_dx ? a.dxpart + (int64_t)slot * (GHOST ? kGhostNB : kNB) * a.dx_stride : nullptr;
-    layer_backward_block<REAL, GHOST, TAB>(a, smem, dxrows);
+    layer_backward_block<REAL, GHOST, TAB, NBK>(a, smem, dxrows);
     if (need_dx) {
         __syncthreads(); /* every read of the slot is done */
         if (threadIdx.x == 0) {
@@ -511,7 +522,7 @@ __global__ void __launch_bounds__(kThreads) backward_epilogue_kernel(BackwardArg
 {
     extern __shared__ __align__(32) unsigned char smem[];
     BwdLayout<REAL> lay;
-    lay.init(a.L, a.prev, a.geo.lmax, a.EC, a.epi_len);
+    lay.init(a.L, a.prev, a.geo.lmax, a.EC, a.epi_len, kNB);
     const int r0 = blockIdx.x * kNB;
     const int nb = min(kNB, a.n_local - r0);
     backward_epilogue<REAL>(a, lay, smem, r0, nb, a.dh1 + (int64_t)r0 * a.L.in.dim, a.L.in.dim);
@@ -519,33 +530,47 @@ __global__ void __launch_bounds__(kThreads) backward_epilogue_kernel(BackwardArg
 
 template <typename REAL>
 size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lmax, int EC,
-                           int epi_len, bool epilogue)
+                           int epi_len, bool epilogue, int nbk)
 {
     BwdLayout<REAL> lay;
-    lay.init(L, prev, lmax, EC, epi_len);
+    lay.init(L, prev, lmax, EC, epi_len, nbk);
     return lay.bytes(epilogue);
 }
 
 template <typename REAL> cudaError_t backward_configure(size_t smem)
 {
-    const void *kernels[] = {(const void *)layer_backward_kernel<REAL, false, false>,
-                             (const void *)layer_backward_kernel<REAL, true, false>,
-                             (const void *)layer_backward_kernel<REAL, false, true>,
-                             (const void *)layer_backward_kernel<REAL, true, true>,
+    const void *kernels[] = {(const void *)layer_backward_kernel<REAL, false, false, kNB>,
+                             (const void *)layer_backward_kernel<REAL, true, false, kNB>,
+                             (const void *)layer_backward_kernel<REAL, false, true, kNB>,
+                             (const void *)layer_backward_kernel<REAL, true, true, kNB>,
                              (const void *)backward_epilogue_kernel<REAL>};
-    return allow_dynamic_smem(kernels, smem);
+    cudaError_t e = allow_dynamic_smem(kernels, smem);
+    if constexpr (sizeof(REAL) == 4) { /* few atoms a block: float32 tables only */
+        const void *few[] = {(const void *)layer_backward_kernel<REAL, false, true, 1>,
+                             (const void *)layer_backward_kernel<REAL, false, true, 2>};
+        if (e == cudaSuccess)
+            e = allow_dynamic_smem(few, smem);
+    }
+    return e;
 }
 
 template <typename REAL>
 cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    const int blocks = (a.n_local + kNB - 1) / kNB;
+    const int nbk = a.L.rtab ? a.nbk : kNB;
+    const int blocks = (a.n_local + nbk - 1) / nbk;
     if (blocks == 0)
         return cudaSuccess;
-    if (a.L.rtab)
-        layer_backward_kernel<REAL, false, true><<<blocks, kThreads, smem, stream>>>(a);
+    if (!a.L.rtab)
+        layer_backward_kernel<REAL, false, false, kNB><<<blocks, kThreads, smem, stream>>>(a);
+    else if (sizeof(REAL) == 4 && nbk == 1)
+        layer_backward_kernel<REAL, false, true, few_atoms<REAL>(1)>
+            <<<blocks, kThreads, smem, stream>>>(a);
+    else if (sizeof(REAL) == 4 && nbk == 2)
+        layer_backward_kernel<REAL, false, true, few_atoms<REAL>(2)>
+            <<<blocks, kThreads, smem, stream>>>(a);
     else
-        layer_backward_kernel<REAL, false, false><<<blocks, kThreads, smem, stream>>>(a);
+        layer_backward_kernel<REAL, false, true, kNB><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -556,9 +581,9 @@ cudaError_t ghost_sender_launch(const BackwardArgs<REAL> &a, size_t smem, cudaSt
     if (blocks <= 0)
         return cudaSuccess;
     if (a.L.rtab)
-        layer_backward_kernel<REAL, true, true><<<blocks, kThreads, smem, stream>>>(a);
+        layer_backward_kernel<REAL, true, true, kNB><<<blocks, kThreads, smem, stream>>>(a);
     else
-        layer_backward_kernel<REAL, true, false><<<blocks, kThreads, smem, stream>>>(a);
+        layer_backward_kernel<REAL, true, false, kNB><<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -574,7 +599,7 @@ cudaError_t backward_epilogue_launch(const BackwardArgs<REAL> &a, size_t smem, c
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template size_t backward_smem_bytes<REAL>(const Layer<REAL> &, const Layer<REAL> &, int, int, \
-                                              int, bool);                                       \
+                                              int, bool, int);                                  \
     template cudaError_t backward_configure<REAL>(size_t);                                      \
     template cudaError_t layer_backward_launch<REAL>(const BackwardArgs<REAL> &, size_t,        \
                                                      cudaStream_t);                             \

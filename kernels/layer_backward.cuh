@@ -21,6 +21,7 @@ template <typename REAL> struct BackwardArgs {
     Layer<REAL> prev; /* the layer below (node ops of the epilogue), when layer > 0 */
     Geometry geo;
     int layer, n_local, n_all;
+    int nbk; /* owned atoms per block: kNB, or fewer for few atoms (table mode, atoms_per_block) */
     int fused_epilogue; /* 1: finish the atoms here; 0: write dh1 and stop (ghosts present) */
     /* graph */
     const int64_t *recv_start, *edge_send, *edge_recv;
@@ -58,10 +59,11 @@ template <typename REAL> struct BackwardArgs {
     int skip; /* measurement only (FNQ_SKIP, bench/NOTES.md): stages left out, kSkip* bits */
 };
 
-/* epilogue: the node backward runs in these kernels (no node GEMMs), so its scratch is counted */
+/* epilogue: the node backward runs in these kernels (no node GEMMs), so its scratch is counted;
+ * nbk: owned atoms per block (table mode keeps a row of dE/dY per edge and warp of an atom) */
 template <typename REAL>
 size_t backward_smem_bytes(const Layer<REAL> &L, const Layer<REAL> &prev, int lmax, int EC,
-                           int epi_len, bool epilogue);
+                           int epi_len, bool epilogue, int nbk);
 template <typename REAL> cudaError_t backward_configure(size_t smem);
 template <typename REAL>
 cudaError_t layer_backward_launch(const BackwardArgs<REAL> &a, size_t smem, cudaStream_t stream);

@@ -13,10 +13,13 @@
  *     the backward pass (dE/dA of this layer and the self-connection part of dE/dh).
  * Nothing per edge leaves the block except through A (per atom).
  * Radial table mode (float32 default): no MLP and no rounds; warp (atom q, parity) runs every
- * other unit (a path group, tp_group.cuh, or one path's column task) over atom q's edges, each
- * lane interpolating its weights from the layer's table (radial_table.cuh).
+ * P-th unit (a path group, tp_group.cuh, or one path's column task; P = 2, or 4 or 8 when the
+ * atoms are few, cuda_run.cu) over atom q's edges, each lane interpolating its weights from the
+ * layer's table (radial_table.cuh).
  * SPLIT (node GEMMs, node_gemm.cu): the kernel stops after writing A, without the epilogue.
  */
+#include <type_traits>
+
 #include "block_gemm.cuh"
 #include "edge_ops.cuh"
 #include "layer_forward.cuh"
@@ -29,7 +32,7 @@
 
 namespace fnqcu {
 
-static_assert(kWarps == 2 * kNB, "table mode: two warps (task parities) per atom");
+static_assert(kWarps == 2 * kNB, "table mode: two warps (task parities) per atom of kNB");
 
 /* Shared-memory layout, computed the same way on host and device. */
 template <typename REAL> struct FwdLayout {
@@ -82,8 +85,10 @@ template <typename REAL> struct FwdLayout {
 };
 
 /* TAB: radial table mode (L.rtab): no MLP and no rounds; each warp runs its units
- * (Layer::units) over one atom's edges on its own, weights from the table */
-template <typename REAL, bool TAB, bool SPLIT>
+ * (Layer::units) over one atom's edges on its own, weights from the table; NBK atoms a block
+ * (kNB, or 2 or 1 for few atoms; a template argument: a runtime count cost large systems 2-3 %
+ * on an H100) */
+template <typename REAL, bool TAB, bool SPLIT, int NBK>
 __global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPLIT))
     layer_forward_kernel(ForwardArgs<REAL> a)
 {
@@ -91,8 +96,9 @@ __global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPL
     const Layer<REAL> &L = a.L;
     FwdLayout<REAL> lay;
     lay.init(L, a.geo.lmax, a.EC, a.epi_len);
-    const int r0 = blockIdx.x * kNB;
-    const int nb = min(kNB, a.n_local - r0);
+    constexpr int nbk = TAB ? NBK : kNB;
+    const int r0 = blockIdx.x * nbk;
+    const int nb = min(nbk, a.n_local - r0);
     const int64_t eb = a.recv_start[r0], ee = a.recv_start[r0 + nb];
     const int K = L.n_mlp;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -133,18 +139,19 @@ __global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPL
         __syncthreads();
         ca.n = n;
         if constexpr (TAB) {
-            /* warp = (atom q, task parity): the atom's edges of this chunk, every other unit
-             * (a group of paths or one path, Layer::units), so that a block runs two path
-             * functions at a time, not eight (instruction cache), and each receiver's sums
-             * still have one owner */
-            const int q = warp % kNB, parity = warp / kNB;
+            /* warp = (atom q, task parity): the atom's edges of this chunk, every P-th unit
+             * (a group of paths or one path, Layer::units), each receiver's sums with one
+             * owner. P = 2 (kNB atoms a block) runs two path functions at a time in a block,
+             * not eight (instruction cache); few atoms run more warps an atom (nbk) */
+            constexpr int P = kWarps / nbk;
+            const int q = warp % nbk, parity = warp / nbk;
             if (q < nb) {
                 ca.e_first = (int)(max(a.recv_start[r0 + q], e0) - e0);
                 ca.n = (int)(min(a.recv_start[r0 + q + 1], e0 + n) - e0);
             } else {
                 ca.e_first = ca.n = 0;
             }
-            for (int unit = parity; unit < L.n_units && !(a.skip & kSkipColumns); unit += 2) {
+            for (int unit = parity; unit < L.n_units && !(a.skip & kSkipColumns); unit += P) {
                 const int4 un = L.units[unit], tk = L.utasks[un.x];
                 if (lane >= tk.z)
                     continue;
@@ -290,23 +297,34 @@ size_t forward_smem_bytes(const Layer<REAL> &L, int lmax, int EC, int epi_len, b
 
 template <typename REAL> cudaError_t forward_configure(size_t smem)
 {
-    const void *kernels[] = {(const void *)layer_forward_kernel<REAL, false, false>,
-                             (const void *)layer_forward_kernel<REAL, true, false>,
-                             (const void *)layer_forward_kernel<REAL, false, true>,
-                             (const void *)layer_forward_kernel<REAL, true, true>};
+    const void *kernels[] = {(const void *)layer_forward_kernel<REAL, false, false, kNB>,
+                             (const void *)layer_forward_kernel<REAL, true, false, kNB>,
+                             (const void *)layer_forward_kernel<REAL, false, true, kNB>,
+                             (const void *)layer_forward_kernel<REAL, true, true, kNB>,
+                             (const void *)layer_forward_kernel<REAL, true, false, few_atoms<REAL>(2)>,
+                             (const void *)layer_forward_kernel<REAL, true, true, few_atoms<REAL>(2)>,
+                             (const void *)layer_forward_kernel<REAL, true, false, few_atoms<REAL>(1)>,
+                             (const void *)layer_forward_kernel<REAL, true, true, few_atoms<REAL>(1)>};
     return allow_dynamic_smem(kernels, smem);
 }
 
 template <typename REAL>
 cudaError_t layer_forward_launch(const ForwardArgs<REAL> &a, size_t smem, cudaStream_t stream)
 {
-    const int blocks = (a.n_local + kNB - 1) / kNB;
+    const int nbk = a.L.rtab ? a.nbk : kNB;
+    const int blocks = (a.n_local + nbk - 1) / nbk;
     if (blocks == 0)
         return cudaSuccess;
-    auto kernel = a.L.rtab ? (a.node_split ? layer_forward_kernel<REAL, true, true>
-                                           : layer_forward_kernel<REAL, true, false>)
-                           : (a.node_split ? layer_forward_kernel<REAL, false, true>
-                                           : layer_forward_kernel<REAL, false, false>);
+    auto table = [&](auto few) {
+        constexpr int NBK = decltype(few)::value;
+        return a.node_split ? layer_forward_kernel<REAL, true, true, NBK>
+                            : layer_forward_kernel<REAL, true, false, NBK>;
+    };
+    auto kernel = !a.L.rtab ? (a.node_split ? layer_forward_kernel<REAL, false, true, kNB>
+                                            : layer_forward_kernel<REAL, false, false, kNB>)
+                  : nbk == 1 ? table(std::integral_constant<int, few_atoms<REAL>(1)>())
+                  : nbk == 2 ? table(std::integral_constant<int, few_atoms<REAL>(2)>())
+                             : table(std::integral_constant<int, kNB>());
     kernel<<<blocks, kThreads, smem, stream>>>(a);
     return cudaGetLastError();
 }

@@ -13,6 +13,7 @@ template <typename REAL> struct ForwardArgs {
     Layer<REAL> next; /* the next layer (its linear_1 and sender scale), unless last */
     Geometry geo;
     int layer, last, n_local;
+    int nbk; /* atoms per block: kNB, or fewer for few atoms (table mode, atoms_per_block) */
     int node_split; /* 1: write A and stop; node_gemm.cu does the node work */
     /* graph: edges sorted by receiver */
     const int64_t *recv_start, *edge_send, *edge_recv;

@@ -29,6 +29,9 @@ constexpr int kMaxMlp = 8;
 constexpr int kMaxBasis = 32; /* radial basis functions the kernels support */
 constexpr int kThreads = 256; /* every model kernel runs 256-thread blocks */
 constexpr int kNB = 4;        /* receiving atoms per block in the layer kernels */
+/* atoms per block n for few atoms (cuda_run.cu's atoms_per_block): float32 only, where the
+ * radial tables are; float64 keeps kNB (no kernels built for it) */
+template <typename REAL> constexpr int few_atoms(int n) { return sizeof(REAL) == 4 ? n : kNB; }
 
 struct Irreps {
     int n;

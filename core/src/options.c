@@ -48,6 +48,10 @@ void fnq__options_read(struct fnq_options *o)
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
     o->node_gemm = !equals("FNQ_NODE_GEMM", "0");
     o->tp_generic = equals("FNQ_TP_GENERIC", "1");
+    const char *apb = getenv("FNQ_ATOMS_PER_BLOCK");
+    o->atoms_per_block = apb && (!strcmp(apb, "1") || !strcmp(apb, "2") || !strcmp(apb, "4"))
+                             ? atoi(apb)
+                             : 0;
     o->cpu_pair_mb = 2048;
     if (getenv("FNQ_CPU_PAIR_MB")) {
         const int n = atoi(getenv("FNQ_CPU_PAIR_MB"));

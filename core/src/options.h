@@ -24,6 +24,8 @@ struct fnq_options {
     int lean_memory;      /* FNQ_LEAN_MEMORY=1: the GPU's lean buffer layout from the start */
     int node_gemm;        /* GPU node-wise work as GEMMs over all atoms; FNQ_NODE_GEMM=0: in the
                            * layer kernels' epilogues (node_gemm.cuh) */
+    int atoms_per_block;  /* FNQ_ATOMS_PER_BLOCK=1|2|4: the GPU layer kernels' atoms per block
+                           * in table mode (0: by the atom count, cuda_run.cu) */
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */
     int tp_generic;       /* FNQ_TP_GENERIC=1: CPU tensor products by the generic kernels only
                            * (not those generated per path kind), to compare */
