@@ -604,6 +604,14 @@ enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
                          "%s: .fnqm format version %d; this build of fusednequip reads version "
                          "%d",
                          file, version, FNQM_VERSION);
+    /* an architecture other than NequIP's message passing (absent: NequIP) is converted but
+     * not evaluated yet: refused by name rather than read as something else */
+    const cJSON *arch = field(h, "architecture");
+    if (arch && !(cJSON_IsString(arch) && !strcmp(arch->valuestring, "nequip")))
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%s: a model of architecture '%s'; this version of fusednequip "
+                         "evaluates NequIP-family message-passing models (Nequix, NequIP) only",
+                         file, cJSON_IsString(arch) ? arch->valuestring : "(not a string)");
     const cJSON *fam = field(h, "family"), *notes = field(h, "notes");
     snprintf(m->family, sizeof(m->family), "%s", cJSON_IsString(fam) ? fam->valuestring : "fnqm");
     if (cJSON_IsString(notes))

@@ -81,10 +81,22 @@ def _norm(mod, path, where):
 def read_allegro(path, species=None):
     """(config, arrays) of the AllegroModel in `path`"""
     graph_model, version, made_by = _load(path)
+    return read_graph_model(graph_model, path, version, allegro_made_by(path, made_by), species)
+
+
+def is_allegro(graph_model):
+    """Whether a loaded nequip GraphModel holds an AllegroModel"""
+    func = getattr(getattr(graph_model, "model", None), "func", None)
+    return func is not None and hasattr(func, "allegro")
+
+
+def allegro_made_by(path, made_by):
+    """"nequip X, nequip-allegro Y" from the versions a package records (None: a checkpoint,
+    which records none)"""
+    if not made_by:
+        return None
     allegro = _allegro_version(path)
-    if made_by:  # packages record the versions that made them, checkpoints do not
-        made_by = f"nequip {made_by}" + (f", nequip-allegro {allegro}" if allegro else "")
-    return read_graph_model(graph_model, path, version, made_by, species)
+    return f"nequip {made_by}" + (f", nequip-allegro {allegro}" if allegro else "")
 
 
 def _allegro_version(path):

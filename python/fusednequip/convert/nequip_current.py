@@ -150,6 +150,13 @@ def convert_current(path, species=None):
     if isinstance(graph_model, dict) or not hasattr(graph_model, "model"):
         raise ConversionError(f"{path}: holds several models or no GraphModel; only single "
                               f"NequIP models are supported")
+    from .allegro_reader import allegro_made_by, is_allegro, read_graph_model
+    if is_allegro(graph_model):
+        from .allegro_fnqm import to_fnqm
+        cfg, arrays = read_graph_model(graph_model, path, version,
+                                       allegro_made_by(path, made_by), species)
+        _check_elements(cfg["species"], cfg["type_names"], path)
+        return to_fnqm(cfg, arrays)
     meta = dict(getattr(graph_model, "_metadata", {}) or {})
     if meta.get("per_edge_type_cutoff"):
         raise ConversionError(f"{path}: per_edge_type_cutoff is not supported")
@@ -157,13 +164,13 @@ def convert_current(path, species=None):
     func = getattr(top, "func", None)
     if func is None or type(func).__name__ != "SequentialGraphNetwork":
         raise ConversionError(f"{path}: unexpected model structure under {type(top).__name__}; "
-                              f"only NequIPGNNModel is supported (Allegro and others are not)")
+                              f"only NequIPGNNModel and AllegroModel are supported")
     names = [n for n, _ in func.named_children()]
     layer_names = [n for n in names if n.startswith("layer") and n.endswith("_convnet")]
     for n in names:
         if n not in FUNC_CHILDREN and n not in layer_names and n != "pair_potential":
             raise ConversionError(f"{path}: model part '{n}' ({type(getattr(func, n)).__name__}) "
-                                  f"is not supported (Allegro or a custom NequIP model?)")
+                                  f"is not supported (a custom NequIP model?)")
     if not layer_names or "type_embed" not in names:
         raise ConversionError(f"{path}: no NequIP convolution layers found")
 
