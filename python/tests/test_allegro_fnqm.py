@@ -13,7 +13,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("ase.io")
-from compare import rel  # noqa: E402 (after the skips: it needs numpy)
+from compare import check_allegro_cases  # noqa: E402 (after the skips: it needs numpy)
 
 from fusednequip import allegro_reference as R  # noqa: E402
 from fusednequip.convert.allegro_fnqm import read_fnqm, to_fnqm  # noqa: E402
@@ -21,7 +21,6 @@ from fusednequip.convert.allegro_fnqm import read_fnqm, to_fnqm  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "tests", "fixtures", "allegro")
 WEIGHTS = sorted(glob.glob(os.path.join(FIXTURES, "*.weights.npz")))
-TOL = {"energy": 1e-12, "energies": 1e-12, "forces": 1e-10, "stress": 1e-10}
 
 
 def _name(p):
@@ -34,7 +33,6 @@ def test_fixtures_present():
 
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
 def test_round_trip_equals_nequip_allegro(npz, tmp_path):
-    from ase.io import read
     cfg, arrays = R.load_npz(npz)
     path = tmp_path / "model.fnqm"
     to_fnqm(cfg, arrays).write(path)
@@ -47,14 +45,7 @@ def test_round_trip_equals_nequip_allegro(npz, tmp_path):
               "tps", "pair_potential"):
         assert cfg2[k] == cfg[k], k
     ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
-    for case, want in ref["cases"].items():
-        atoms = read(os.path.join(FIXTURES, want["xyz"]))
-        types = [cfg2["type_names"].index(s) for s in atoms.get_chemical_symbols()]
-        out = R.evaluate(cfg2, arrays2, atoms.positions, atoms.cell.array, atoms.pbc, types)
-        for key, tol in TOL.items():
-            if key in want:
-                err = rel(out[key], want[key])
-                assert err < tol, f"{case} {key}: {err:.2e} relative (tolerance {tol})"
+    check_allegro_cases(R, cfg2, arrays2, ref, FIXTURES)
 
 
 def test_library_refuses_by_architecture(tmp_path):
