@@ -21,6 +21,7 @@
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "node_gemm.cuh"
+#include "species_order.cuh"
 
 namespace fnqcu {
 
@@ -101,6 +102,15 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
     const int nbk = atoms_per_block(s, nl);
     const bool gemm = uses_node_gemm(s, nbk);
     const KernelConfig &kc = s->cfg[gemm];
+    /* the node GEMMs of per-species linears take the atoms in species order */
+    const int *order = gemm && s->node_species ? s->species_order.p : nullptr;
+    if (order && nl > 0) {
+        SpeciesOrderArgs o = {nl, dm.n_species, s->species.p, s->order_keys.p, s->order_ids.p,
+                              s->species_order.p};
+        size_t bytes = s->order_tmp.cap;
+        FNQ_CUDA_CHECK(species_order_launch(o, s->order_tmp.p, &bytes, s->stream));
+        s->launches_model += 2; /* the ids, and CUB's sort (a few kernels of its own) */
+    }
     int hc = 0, gc = 0;
     for (int l = 0; l < L; l++) {
         ForwardArgs<REAL> a;
@@ -147,6 +157,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.tf32 = s->opt.tf32;
         a.skip = s->opt.skip;
         a.node_split = gemm;
+        a.species_order = order;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, kc.smem_fwd, s->stream));
         s->launches_model++;
         if (a.node_split)
@@ -173,6 +184,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.n_local = (int)nl;
         b.n_all = (int)na;
         b.fused_epilogue = !ghosts && !lean && !gemm;
+        b.species_order = order;
         b.dxpart = s->dxpart.p;
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.dx_busy = s->dx_busy.p;

@@ -10,6 +10,7 @@
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "node_gemm.cuh"
+#include "species_order.cuh"
 #include "model_upload.cuh"
 
 namespace fnqcu {
@@ -286,7 +287,8 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
         cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
                                device_id);
         cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
-        s->node_gemm_ok = s->opt.node_gemm != 0 && node_gemm_suits(s->dm);
+        s->node_gemm_ok = s->opt.node_gemm != 0;
+        s->node_species = node_linears_per_species(s->dm);
         st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
         if (st == FNQ_STATUS_OK && s->node_gemm_ok) {
             const cudaError_t e = node_gemm_configure<REAL>(s->epi_len);
@@ -376,6 +378,15 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
      * for the node GEMMs */
     if (na > nl || exchange || s->lean || s->node_gemm_ok)
         FNQ_CHECK(v(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients"));
+    if (s->node_gemm_ok && s->node_species) {
+        FNQ_CHECK(v(s->species_order, nl, "the atoms' species order"));
+        FNQ_CHECK(v(s->order_keys, nl, "the atoms' species order"));
+        FNQ_CHECK(v(s->order_ids, nl, "the atoms' species order"));
+        SpeciesOrderArgs o = {nl, s->dm.n_species, nullptr, nullptr, nullptr, nullptr};
+        size_t bytes = 0;
+        FNQ_CUDA_CHECK(species_order_launch(o, nullptr, &bytes, s->stream));
+        FNQ_CHECK(v(s->order_tmp, bytes + 16, "the atoms' species order"));
+    }
     FNQ_CHECK(v(s->e_atom, nl, "atomic energies"));
     FNQ_CHECK(v(s->atom_energy, nl, "atomic energies"));
     FNQ_CHECK(v(s->forces, 3 * na, "forces"));

@@ -44,10 +44,16 @@ template <typename REAL> struct State {
     bool model_uploaded = false;
     int epi_len = 1;
     /* the layer kernels' chunks and shared memory for each way of doing the node work:
-     * [0] in the layer kernels' epilogues, [1] as node GEMMs (node_gemm.cuh) where the model
-     * suits them (node_gemm_ok); which one an evaluation takes: uses_node_gemm (cuda_run.cu) */
+     * [0] in the layer kernels' epilogues, [1] as node GEMMs (node_gemm.cuh) unless
+     * FNQ_NODE_GEMM=0 (node_gemm_ok); which one an evaluation takes: uses_node_gemm
+     * (cuda_run.cu) */
     KernelConfig cfg[2];
     bool node_gemm_ok = false;
+    /* some node linear has weights per species: the node GEMMs take the owned atoms in
+     * species order (species_order.cuh), sorted in each evaluation */
+    bool node_species = false;
+    DevBuf<int> species_order, order_keys, order_ids;
+    DevBuf<unsigned char> order_tmp;
     /* 1 or 2 atoms a block may run (atoms_per_block, cuda_run.cu): every layer has its radial
      * table, and the few-atom kernels fit in every configuration */
     bool few_ok = false;

@@ -20,9 +20,9 @@
 
 namespace fnqcu {
 
-/* Whether the model's node linears suit the GEMMs: one weight set for all species (a tile's
- * rows are any atoms). Otherwise the layer kernels' epilogues do the node work. */
-template <typename REAL> bool node_gemm_suits(const DeviceModel<REAL> &dm);
+/* Whether some node linear has weights per species (NequIP's self-connection): then the GEMMs
+ * take the owned atoms in species order (species_order.cuh), else in atom order. */
+template <typename REAL> bool node_linears_per_species(const DeviceModel<REAL> &dm);
 
 /* Once per context, after the model's sizes are known (epi_len: its longest node vector): the
  * node kernels' shared memory, set here rather than at every launch (graphs are recorded
