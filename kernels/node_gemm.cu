@@ -436,8 +436,9 @@ static cudaError_t node_kernel_launch(void (*kernel)(ARGS), const ARGS &args, in
  * tiled, and (with_self) its input gradient gpart += self_connection^T(gy) */
 template <typename REAL>
 static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *species,
-                              const int *order, const REAL *gy, REAL *ga_out, int ga_stride, bool with_self,
-                              REAL *gpart_out, int W, cudaStream_t stream, int *launches)
+                              const int *order, const REAL *gy, REAL *ga_out, int ga_stride,
+                              bool with_self, REAL *gpart_out, int W, cudaStream_t stream,
+                              int *launches)
 {
     GemmArgs<REAL> g = gemm_args<REAL>(n, species, order);
     GemmJob<REAL> &A = new_job<REAL>(g, P.mid, ga_out, ga_stride, true, false, nullptr);
@@ -475,8 +476,9 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
                                stream, launches);
         if (e != cudaSuccess)
             return e;
-        return down_gemms<REAL>(L, n, a.species, a.species_order, a.y_save + n * L.conv.dim, a.ga_out,
-                                a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream, launches);
+        return down_gemms<REAL>(L, n, a.species, a.species_order, a.y_save + n * L.conv.dim,
+                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream,
+                                launches);
     }
     e = node_kernel_launch(node_forward_kernel<REAL>, a, n,
                            node_smem<REAL>(std::max(L.conv.dim, L.out.dim), 2), stream,
@@ -510,12 +512,12 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t strea
                            node_smem<REAL>(std::max(P.conv.dim, L.in.dim), 3), stream, launches);
     if (e != cudaSuccess)
         return e;
-    return down_gemms<REAL>(P, n, b.species, b.species_order, b.y_prev, b.ga_out, b.ga_stride, b.layer - 1 > 0,
-                            b.gpart_out, b.W, stream, launches);
+    return down_gemms<REAL>(P, n, b.species, b.species_order, b.y_prev, b.ga_out, b.ga_stride,
+                            b.layer - 1 > 0, b.gpart_out, b.W, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
-    template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                             \
+    template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                    \
     template cudaError_t node_gemm_configure<REAL>(int);                                        \
     template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, cudaStream_t,     \
                                                    int *);                                      \
