@@ -157,11 +157,10 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.tf32 = s->opt.tf32;
         a.skip = s->opt.skip;
         a.node_split = gemm;
-        a.species_order = order;
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, kc.smem_fwd, s->stream));
         s->launches_model++;
         if (a.node_split)
-            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, s->stream, &s->launches_model));
+            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, order, s->stream, &s->launches_model));
         if (!a.last && ghosts)
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
         if (s->opt.debug_layers) {
@@ -184,7 +183,6 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.n_local = (int)nl;
         b.n_all = (int)na;
         b.fused_epilogue = !ghosts && !lean && !gemm;
-        b.species_order = order;
         b.dxpart = s->dxpart.p;
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.dx_busy = s->dx_busy.p;
@@ -233,7 +231,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }
         if (l > 0 && gemm) {
-            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, s->stream, &s->launches_model));
+            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, order, s->stream, &s->launches_model));
         } else if (l > 0 && !b.fused_epilogue) {
             FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, kc.smem_bwd, s->stream));
             s->launches_model++;

@@ -23,7 +23,6 @@ template <typename REAL> struct BackwardArgs {
     int layer, n_local, n_all;
     int nbk; /* owned atoms per block: kNB, or fewer for few atoms (table mode, atoms_per_block) */
     int fused_epilogue; /* 1: finish the atoms here; 0: write dh1 and stop (ghosts present) */
-    const int *species_order; /* owned atoms by species, for the node GEMMs (or nullptr) */
     /* graph */
     const int64_t *recv_start, *edge_send, *edge_recv;
     const int64_t *send_start, *send_edges;

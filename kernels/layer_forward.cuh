@@ -15,7 +15,6 @@ template <typename REAL> struct ForwardArgs {
     int layer, last, n_local;
     int nbk; /* atoms per block: kNB, or fewer for few atoms (table mode, atoms_per_block) */
     int node_split; /* 1: write A and stop; node_gemm.cu does the node work */
-    const int *species_order; /* owned atoms by species, for the node GEMMs (or nullptr) */
     /* graph: edges sorted by receiver */
     const int64_t *recv_start, *edge_send, *edge_recv;
     const int *species;

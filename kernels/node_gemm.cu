@@ -451,13 +451,14 @@ static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *specie
 }
 
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches)
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cudaStream_t stream,
+                                int *launches)
 {
     const Layer<REAL> &L = a.L, &N = a.next;
     const int64_t n = a.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g = gemm_args<REAL>(n, a.species, a.species_order);
+    GemmArgs<REAL> g = gemm_args<REAL>(n, a.species, order);
     /* y = linear_2(A) + self_connection(h) */
     GemmJob<REAL> &J = new_job<REAL>(g, L.conv, a.y_save, L.conv.dim, false, false, nullptr);
     add_term<REAL>(J, L.linear_2, false, L.mid, a.A, a.a_stride, false);
@@ -476,7 +477,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
                                stream, launches);
         if (e != cudaSuccess)
             return e;
-        return down_gemms<REAL>(L, n, a.species, a.species_order, a.y_save + n * L.conv.dim,
+        return down_gemms<REAL>(L, n, a.species, order, a.y_save + n * L.conv.dim,
                                 a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream,
                                 launches);
     }
@@ -486,7 +487,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
     if (e != cudaSuccess)
         return e;
     /* the next layer's sender rows h1 = linear_1(h') s, tiled */
-    g = gemm_args<REAL>(n, a.species, a.species_order);
+    g = gemm_args<REAL>(n, a.species, order);
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
@@ -494,13 +495,14 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
 }
 
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t stream, int *launches)
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
+                                 cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = b.L, &P = b.prev;
     const int64_t n = b.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g = gemm_args<REAL>(n, b.species, b.species_order);
+    GemmArgs<REAL> g = gemm_args<REAL>(n, b.species, order);
     /* g = gpart + linear_1^T(dh1) s, in place */
     GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
                                      L.sender_scale);
@@ -512,17 +514,17 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t strea
                            node_smem<REAL>(std::max(P.conv.dim, L.in.dim), 3), stream, launches);
     if (e != cudaSuccess)
         return e;
-    return down_gemms<REAL>(P, n, b.species, b.species_order, b.y_prev, b.ga_out, b.ga_stride,
+    return down_gemms<REAL>(P, n, b.species, order, b.y_prev, b.ga_out, b.ga_stride,
                             b.layer - 1 > 0, b.gpart_out, b.W, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                    \
     template cudaError_t node_gemm_configure<REAL>(int);                                        \
-    template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, cudaStream_t,     \
-                                                   int *);                                      \
-    template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, cudaStream_t,   \
-                                                    int *);
+    template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, const int *,      \
+                                                   cudaStream_t, int *);                        \
+    template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, const int *,    \
+                                                    cudaStream_t, int *);
 FNQ_INSTANTIATE(float)
 FNQ_INSTANTIATE(double)
 #undef FNQ_INSTANTIATE
