@@ -2,9 +2,10 @@
  * cuda_run.cu: the model evaluation on a graph in the context's buffers: per-edge geometry
  * (Y, radial basis) -> per layer one fused forward kernel -> per layer one fused backward
  * kernel -> edge gradients dE/dr from the layers' dE/dY and dE/d(basis) -> force/virial
- * assembly and deterministic totals: 2 launches per layer plus 4. With the node GEMMs (the
- * default where the model suits them, node_gemm.cuh) the layer kernels do the edges only and
- * each layer's node work follows as three launches in each direction. Ghost rows are exchanged
+ * assembly and deterministic totals: 2 launches per layer plus 4. With the node GEMMs (where
+ * the model suits them and the atoms fill the GPU: uses_node_gemm, node_gemm.cuh) the layer
+ * kernels do the edges only and each layer's node work follows as three launches in each
+ * direction. Ghost rows are exchanged
  * between layers (cuda_exchange.cu); then the node backward runs after the reverse exchange
  * has summed every rank's contributions into the owned rows. The whole sequence is recorded as
  * a CUDA graph and replayed while atom and edge counts, buffers and the exchange stay the same.
@@ -20,6 +21,7 @@
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "node_gemm.cuh"
+#include "species_order.cuh"
 
 namespace fnqcu {
 
@@ -59,6 +61,19 @@ template <typename REAL> static int atoms_per_block(const State<REAL> *s, int64_
     return nl <= at_once ? 1 : nl <= 2 * at_once ? 2 : kNB;
 }
 
+/* The node work as GEMMs over all atoms (node_gemm.cuh) or in the layer kernels' epilogues:
+ * the GEMMs where the layer kernels run kNB atoms a block; with fewer atoms (1 or 2 a block)
+ * the epilogues are faster (216 and 512 atoms on an H100: 12-15 %; bench/NOTES.md, issue 47).
+ * FNQ_NODE_GEMM=0 / 1: never / always. A function of the atom count, like nbk. */
+template <typename REAL> static bool uses_node_gemm(const State<REAL> *s, int nbk)
+{
+    if (!s->node_gemm_ok)
+        return false;
+    if (!s->cfg[0].fits || s->opt.node_gemm == 1)
+        return true;
+    return nbk == kNB;
+}
+
 template <typename REAL>
 static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int64_t n_launch,
                                      const struct fnq_exchange *x)
@@ -85,6 +100,17 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         s->launches_model++;
     }
     const int nbk = atoms_per_block(s, nl);
+    const bool gemm = uses_node_gemm(s, nbk);
+    const KernelConfig &kc = s->cfg[gemm];
+    /* the node GEMMs of per-species linears take the atoms in species order */
+    const int *order = gemm && s->node_species ? s->species_order.p : nullptr;
+    if (order && nl > 0) {
+        SpeciesOrderArgs o = {nl, dm.n_species, s->species.p, s->order_keys.p, s->order_ids.p,
+                              s->species_order.p};
+        size_t bytes = s->order_tmp.cap;
+        FNQ_CUDA_CHECK(species_order_launch(o, s->order_tmp.p, &bytes, s->stream));
+        s->launches_model += 2; /* the ids, and CUB's sort (a few kernels of its own) */
+    }
     int hc = 0, gc = 0;
     for (int l = 0; l < L; l++) {
         ForwardArgs<REAL> a;
@@ -127,14 +153,14 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         a.ga_out = s->ga[gc].p;
         a.ga_stride = dm.max_mid_tiled;
         a.gpart_out = s->gp[gc].p;
-        a.EC = s->EC_fwd;
+        a.EC = kc.EC_fwd;
         a.tf32 = s->opt.tf32;
         a.skip = s->opt.skip;
-        a.node_split = s->node_gemm;
-        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, s->smem_fwd, s->stream));
+        a.node_split = gemm;
+        FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, kc.smem_fwd, s->stream));
         s->launches_model++;
         if (a.node_split)
-            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, s->stream, &s->launches_model));
+            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, order, s->stream, &s->launches_model));
         if (!a.last && ghosts)
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
         if (s->opt.debug_layers) {
@@ -156,7 +182,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.layer = l;
         b.n_local = (int)nl;
         b.n_all = (int)na;
-        b.fused_epilogue = !ghosts && !lean && !s->node_gemm;
+        b.fused_epilogue = !ghosts && !lean && !gemm;
         b.dxpart = s->dxpart.p;
         b.dx_stride = std::max(1, dm.layers[l].dx_dim);
         b.dx_busy = s->dx_busy.p;
@@ -185,7 +211,6 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         b.gpart_out = s->gp[gc ^ 1].p;
         b.W = dm.max_width;
         b.epi_len = s->epi_len;
-        b.EC = s->EC_bwd;
         b.tf32 = s->opt.tf32;
         b.skip = s->opt.skip;
         if (s->opt.debug_layers)
@@ -194,21 +219,21 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         /* few atoms a block: their own chunks and shared memory (cuda_state.cuh); the ghost
          * pass and the epilogue kernel below keep kNB */
         b.nbk = nbk;
-        b.EC = nbk == kNB ? s->EC_bwd : s->EC_bwd_few[nbk / 2];
+        b.EC = nbk == kNB ? kc.EC_bwd : kc.EC_bwd_few[nbk / 2];
         FNQ_CUDA_CHECK(layer_backward_launch<REAL>(
-            b, nbk == kNB ? s->smem_bwd : s->smem_bwd_few[nbk / 2], s->stream));
+            b, nbk == kNB ? kc.smem_bwd : kc.smem_bwd_few[nbk / 2], s->stream));
         s->launches_model++;
         b.nbk = kNB;
-        b.EC = s->EC_bwd;
+        b.EC = kc.EC_bwd;
         if (l > 0 && ghosts) {
-            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, s->smem_bwd, s->stream));
+            FNQ_CUDA_CHECK(ghost_sender_launch<REAL>(b, kc.smem_bwd, s->stream));
             s->launches_model++;
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }
-        if (l > 0 && s->node_gemm) {
-            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, s->stream, &s->launches_model));
+        if (l > 0 && gemm) {
+            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, order, s->stream, &s->launches_model));
         } else if (l > 0 && !b.fused_epilogue) {
-            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, s->smem_bwd, s->stream));
+            FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, kc.smem_bwd, s->stream));
             s->launches_model++;
         }
         gc ^= 1;

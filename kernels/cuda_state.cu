@@ -10,6 +10,7 @@
 #include "layer_backward.cuh"
 #include "layer_forward.cuh"
 #include "node_gemm.cuh"
+#include "species_order.cuh"
 #include "model_upload.cuh"
 
 namespace fnqcu {
@@ -99,7 +100,8 @@ template <typename REAL> void state_free(State<REAL> *s)
 
 /* Edges per super-chunk of the layer kernels and their shared memory: the largest chunks
  * (multiples of 16 edges) that leave room for the blocks per multiprocessor the kernels are
- * built for, or at least fit. s->node_gemm is decided before. (A float32 model with tables on
+ * built for, or at least fit, for each way of doing the node work the model allows
+ * (s->node_gemm_ok is decided before). (A float32 model with tables on
  * some layers only sizes for two forward blocks; its table layers' kernels then have three
  * blocks' registers and two blocks' room: correct, a little slower.) */
 template <typename REAL>
@@ -120,27 +122,9 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
     s->epi_len = std::max({dm.max_in, dm.max_conv, dm.max_out, 1});
     for (int r = 0; r <= dm.n_readout; r++)
         s->epi_len = std::max(s->epi_len, dm.readout_irreps[r].dim);
-    /* with the node GEMMs the layer kernels do the edges only: no epilogue scratch */
-    const bool epilogue = !s->node_gemm;
     bool all_tables = true;
     for (int l = 0; l < dm.n_layers; l++)
         all_tables &= dm.layers[l].rtab != nullptr;
-    auto fwd_bytes = [&](int ec) {
-        size_t w = 0;
-        for (int l = 0; l < dm.n_layers; l++)
-            w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec, s->epi_len,
-                                                     epilogue));
-        return w;
-    };
-    int nbk = kNB;
-    auto bwd_bytes = [&](int ec) {
-        size_t w = 0;
-        for (int l = 0; l < dm.n_layers; l++)
-            w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l], dm.layers[l > 0 ? l - 1 : 0],
-                                                      dm.geo.lmax, ec, s->epi_len, epilogue,
-                                                      nbk));
-        return w;
-    };
     /* the blocks the kernels are built for share a multiprocessor's shared memory, each with
      * what the system reserves per block (bench/NOTES.md: two blocks per SM pay off for 64-edge
      * forward chunks; v18: three for the forward's table mode without the epilogue) */
@@ -158,34 +142,75 @@ static enum fnq_status configure_kernels(State<REAL> *s, int smem_limit, int sme
                 return ec;
         return 16;
     };
-    const int fwd_blocks = forward_blocks_per_sm<REAL>(all_tables, s->node_gemm);
-    s->EC_fwd = s->opt.ec_fwd ? s->opt.ec_fwd : largest_fitting(fwd_bytes, fwd_blocks);
-    s->EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes, 2);
-    s->smem_fwd = fwd_bytes(s->EC_fwd);
-    s->smem_bwd = bwd_bytes(s->EC_bwd);
-    s->few_ok = all_tables;
-    for (int k = 0; k < 2; k++) {
-        nbk = 1 << k;
-        s->EC_bwd_few[k] = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes, 2);
-        s->smem_bwd_few[k] = bwd_bytes(s->EC_bwd_few[k]);
-        s->few_ok &= s->smem_bwd_few[k] <= (size_t)smem_limit;
-    }
-    const size_t smem_bwd_max =
-        s->few_ok ? std::max({s->smem_bwd, s->smem_bwd_few[0], s->smem_bwd_few[1]}) : s->smem_bwd;
-    if (s->opt.verbose)
-        fprintf(stderr, "fusednequip cuda: %d/%d edges per forward/backward super-chunk, %zu/%zu "
-                        "bytes of shared memory per block\n",
-                s->EC_fwd, s->EC_bwd, s->smem_fwd, s->smem_bwd);
-    if (s->opt.verbose && s->few_ok)
-        fprintf(stderr, "fusednequip cuda: few atoms (1/2 a block): %d/%d edges per backward "
-                        "super-chunk, %zu/%zu bytes\n",
-                s->EC_bwd_few[0], s->EC_bwd_few[1], s->smem_bwd_few[0], s->smem_bwd_few[1]);
-    if (s->smem_fwd > (size_t)smem_limit || s->smem_bwd > (size_t)smem_limit)
+    /* gemm: the node GEMMs do the node work, and the layer kernels the edges only (no epilogue
+     * scratch) */
+    auto configure = [&](bool gemm) {
+        KernelConfig k;
+        auto fwd_bytes = [&](int ec) {
+            size_t w = 0;
+            for (int l = 0; l < dm.n_layers; l++)
+                w = std::max(w, forward_smem_bytes<REAL>(dm.layers[l], dm.geo.lmax, ec,
+                                                         s->epi_len, !gemm));
+            return w;
+        };
+        auto bwd_bytes = [&](int nbk) {
+            return [&, nbk](int ec) {
+                size_t w = 0;
+                for (int l = 0; l < dm.n_layers; l++)
+                    w = std::max(w, backward_smem_bytes<REAL>(dm.layers[l],
+                                                              dm.layers[l > 0 ? l - 1 : 0],
+                                                              dm.geo.lmax, ec, s->epi_len,
+                                                              !gemm, nbk));
+                return w;
+            };
+        };
+        const int fwd_blocks = forward_blocks_per_sm<REAL>(all_tables, gemm);
+        k.EC_fwd = s->opt.ec_fwd ? s->opt.ec_fwd : largest_fitting(fwd_bytes, fwd_blocks);
+        k.EC_bwd = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes(kNB), 2);
+        k.smem_fwd = fwd_bytes(k.EC_fwd);
+        k.smem_bwd = bwd_bytes(kNB)(k.EC_bwd);
+        k.fits = std::max(k.smem_fwd, k.smem_bwd) <= (size_t)smem_limit;
+        k.few_fit = true;
+        for (int f = 0; f < 2; f++) {
+            k.EC_bwd_few[f] = s->opt.ec_bwd ? s->opt.ec_bwd : largest_fitting(bwd_bytes(1 << f), 2);
+            k.smem_bwd_few[f] = bwd_bytes(1 << f)(k.EC_bwd_few[f]);
+            k.few_fit &= k.smem_bwd_few[f] <= (size_t)smem_limit;
+        }
+        if (s->opt.verbose)
+            fprintf(stderr, "fusednequip cuda: node work %s: %d/%d edges per forward/backward "
+                            "super-chunk, %zu/%zu bytes of shared memory per block; 1/2 atoms a "
+                            "block: %d/%d edges per backward super-chunk, %zu/%zu bytes\n",
+                    gemm ? "as GEMMs" : "in the epilogues", k.EC_fwd, k.EC_bwd, k.smem_fwd,
+                    k.smem_bwd, k.EC_bwd_few[0], k.EC_bwd_few[1], k.smem_bwd_few[0],
+                    k.smem_bwd_few[1]);
+        return k;
+    };
+    s->cfg[0] = configure(false);
+    if (s->node_gemm_ok)
+        s->cfg[1] = configure(true);
+    /* a model whose epilogue would not fit still runs with the node GEMMs */
+    if (!s->cfg[0].fits && !(s->node_gemm_ok && s->cfg[1].fits)) {
+        const KernelConfig &k = s->cfg[s->node_gemm_ok ? 1 : 0];
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "the model needs %zu bytes of shared memory per block, more than the %d "
                          "this GPU offers",
-                         std::max(s->smem_fwd, s->smem_bwd), smem_limit);
-    FNQ_CUDA_CHECK(forward_configure<REAL>(s->smem_fwd));
+                         std::max(k.smem_fwd, k.smem_bwd), smem_limit);
+    }
+    s->few_ok = all_tables;
+    size_t smem_fwd_max = 0, smem_bwd_max = 0;
+    for (int g = 0; g < (s->node_gemm_ok ? 2 : 1); g++) {
+        const KernelConfig &k = s->cfg[g];
+        if (!k.fits)
+            continue;
+        s->few_ok &= k.few_fit;
+        smem_fwd_max = std::max(smem_fwd_max, k.smem_fwd);
+        smem_bwd_max = std::max(smem_bwd_max, k.smem_bwd);
+    }
+    for (int g = 0; s->few_ok && g < (s->node_gemm_ok ? 2 : 1); g++)
+        if (s->cfg[g].fits)
+            smem_bwd_max = std::max({smem_bwd_max, s->cfg[g].smem_bwd_few[0],
+                                     s->cfg[g].smem_bwd_few[1]});
+    FNQ_CUDA_CHECK(forward_configure<REAL>(smem_fwd_max));
     FNQ_CUDA_CHECK(backward_configure<REAL>(smem_bwd_max));
     return FNQ_STATUS_OK;
 }
@@ -262,9 +287,10 @@ enum fnq_status state_init(const struct fnq_model *m, int32_t device_id,
         cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
                                device_id);
         cudaDeviceGetAttribute(&smem_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device_id);
-        s->node_gemm = s->opt.node_gemm && node_gemm_suits(s->dm);
+        s->node_gemm_ok = s->opt.node_gemm != 0;
+        s->node_species = node_linears_per_species(s->dm);
         st = configure_kernels<REAL>(s, smem_limit, smem_per_sm, smem_reserved);
-        if (st == FNQ_STATUS_OK && s->node_gemm) {
+        if (st == FNQ_STATUS_OK && s->node_gemm_ok) {
             const cudaError_t e = node_gemm_configure<REAL>(s->epi_len);
             if (e != cudaSuccess)
                 st = fnq__fail(FNQ_STATUS_DEVICE, "configuring the node kernels: %s",
@@ -313,7 +339,7 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     for (int l = 0; l < dm.n_layers; l++) {
         FNQ_CHECK(v(s->h1[l], (size_t)na * dm.layers[l].in.tile_dim, "sender features"));
         /* the last layer's also holds gy for the node GEMMs (node_gemm.cu) */
-        const size_t rows = l == dm.n_layers - 1 && s->node_gemm ? 2 * nl : nl;
+        const size_t rows = l == dm.n_layers - 1 && s->node_gemm_ok ? 2 * nl : nl;
         FNQ_CHECK(v(s->y[l], rows * dm.layers[l].conv.dim, "gate inputs"));
         FNQ_CHECK(v(s->rho[l], nl, "norm factors"));
     }
@@ -350,8 +376,17 @@ static enum fnq_status system_buffers(State<REAL> *s, int64_t nl, int64_t na, in
     /* dE/dh1 rows between the edge pass and the epilogue: with ghosts, on every rank of a
      * caller's exchange (collective, also on a rank without ghosts), in the lean layout, and
      * for the node GEMMs */
-    if (na > nl || exchange || s->lean || s->node_gemm)
+    if (na > nl || exchange || s->lean || s->node_gemm_ok)
         FNQ_CHECK(v(s->dh1, (size_t)na * dm.max_in, "sender-feature gradients"));
+    if (s->node_gemm_ok && s->node_species) {
+        FNQ_CHECK(v(s->species_order, nl, "the atoms' species order"));
+        FNQ_CHECK(v(s->order_keys, nl, "the atoms' species order"));
+        FNQ_CHECK(v(s->order_ids, nl, "the atoms' species order"));
+        SpeciesOrderArgs o = {nl, s->dm.n_species, nullptr, nullptr, nullptr, nullptr};
+        size_t bytes = 0;
+        FNQ_CUDA_CHECK(species_order_launch(o, nullptr, &bytes, s->stream));
+        FNQ_CHECK(v(s->order_tmp, bytes + 16, "the atoms' species order"));
+    }
     FNQ_CHECK(v(s->e_atom, nl, "atomic energies"));
     FNQ_CHECK(v(s->atom_energy, nl, "atomic energies"));
     FNQ_CHECK(v(s->forces, 3 * na, "forces"));

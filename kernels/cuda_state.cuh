@@ -23,20 +23,40 @@ extern "C" {
 
 namespace fnqcu {
 
+/* Edges per super-chunk of the layer kernels and their shared memory, for one way of doing the
+ * node work. Few atoms (atoms_per_block, cuda_run.cu): the backward layer kernels with 1 or 2
+ * atoms a block keep a dE/dY row per edge and warp of an atom, so their chunks and shared
+ * memory differ ([0]: one atom, [1]: two). */
+struct KernelConfig {
+    bool fits = false; /* within the GPU's shared memory per block */
+    int EC_fwd = 32, EC_bwd = 32;
+    size_t smem_fwd = 0, smem_bwd = 0;
+    bool few_fit = false;
+    int EC_bwd_few[2] = {32, 32};
+    size_t smem_bwd_few[2] = {0, 0};
+};
+
 template <typename REAL> struct State {
     int device = 0;
     cudaStream_t stream = nullptr;
     struct fnq_options opt; /* the context's switches (options.h) */
     DeviceModel<REAL> dm;
     bool model_uploaded = false;
-    int EC_fwd = 32, EC_bwd = 32, epi_len = 1;
-    size_t smem_fwd = 0, smem_bwd = 0;
-    /* few atoms (atoms_per_block, cuda_run.cu): the backward layer kernels with 1 or 2 atoms a
-     * block keep a dE/dY row per edge and warp of an atom, so their chunks and shared memory
-     * differ ([0]: one atom, [1]: two); few_ok: every layer has its radial table */
+    int epi_len = 1;
+    /* the layer kernels' chunks and shared memory for each way of doing the node work:
+     * [0] in the layer kernels' epilogues, [1] as node GEMMs (node_gemm.cuh) unless
+     * FNQ_NODE_GEMM=0 (node_gemm_ok); which one an evaluation takes: uses_node_gemm
+     * (cuda_run.cu) */
+    KernelConfig cfg[2];
+    bool node_gemm_ok = false;
+    /* some node linear has weights per species: the node GEMMs take the owned atoms in
+     * species order (species_order.cuh), sorted in each evaluation */
+    bool node_species = false;
+    DevBuf<int> species_order, order_keys, order_ids;
+    DevBuf<unsigned char> order_tmp;
+    /* 1 or 2 atoms a block may run (atoms_per_block, cuda_run.cu): every layer has its radial
+     * table, and the few-atom kernels fit in every configuration */
     bool few_ok = false;
-    int EC_bwd_few[2] = {32, 32};
-    size_t smem_bwd_few[2] = {0, 0};
     int epoch = 0; /* bumped when a buffer moves (device_buffer.cuh) */
     int64_t max_atoms = 0; /* the largest system's atoms (ghosts included), for FNQ_VERBOSE */
 
@@ -57,8 +77,6 @@ template <typename REAL> struct State {
      * each backward layer's node epilogue as a kernel of its own, the last layer's messages
      * in msg_last. Once taken, kept by the context. */
     bool lean = false;
-    /* node-wise work as GEMMs over all atoms (node_gemm.cuh), not in the layer kernels */
-    bool node_gemm = false;
     DevBuf<REAL> msg_last;
     DevBuf<int> dx_busy;
     int dx_slots = 1, dx_slots_ghost = 1; /* slots of dxpart (layer_backward.cuh) */

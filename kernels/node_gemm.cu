@@ -44,6 +44,9 @@ template <typename REAL> struct GemmJob {
 template <typename REAL> struct GemmArgs {
     int64_t n_atoms;
     const int *species;
+    /* rows (atom, m) run over the atoms in this order: sorted by species where a linear has
+     * weights per species, so a tile holds one species or few (nullptr: atom order) */
+    const int *order;
     int n_jobs;
     int job_start[kGemmJobs + 1];
     GemmJob<REAL> job[kGemmJobs];
@@ -68,8 +71,9 @@ __device__ __forceinline__ int64_t atom_of(int64_t row, int d, int64_t rows)
     return rows <= (int64_t)UINT32_MAX ? (int64_t)((uint32_t)row / (uint32_t)d) : row / d;
 }
 
-/* blocks per SM: float fits 4 in registers (63 each, no spills); double spills at 4 */
-template <typename REAL> constexpr int kGemmBlocksPerSM = sizeof(REAL) == 4 ? 4 : 3;
+/* blocks per SM: float fits 4 in registers (64 each, no spills); double spills at 3 (the
+ * per-species passes) */
+template <typename REAL> constexpr int kGemmBlocksPerSM = sizeof(REAL) == 4 ? 4 : 2;
 
 template <typename REAL>
 __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
@@ -96,8 +100,11 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
     const int lk = threadIdx.x % 16, lr = threadIdx.x / 16; /* A loads: k, first row */
     const int bk = threadIdx.x / 16, bc = (threadIdx.x % 16) * 2; /* B loads */
 
-    /* rows of the tile as (atom, m) -> start of the current term's block in x */
+    /* rows of the tile as (atom, m) -> start of the current term's block in x, and the
+     * atom's species (-1 past the end) */
     __shared__ const REAL *xrow[kGemmBM];
+    __shared__ int rsp[kGemmBM];
+    __shared__ int next_sp;
     REAL acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -114,57 +121,84 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
             const int K = T.src.mul[sb];
             /* weights [K][N] row-major either way (wt is the transposed copy); the
              * instruction's factor goes into the B tile, so one accumulator serves all */
-            const REAL *W = (T.transpose ? T.lin.wt : T.lin.w) + ins.w_off;
+            const REAL *W0 = (T.transpose ? T.lin.wt : T.lin.w) + ins.w_off;
             const REAL alpha = REAL(ins.alpha);
             __syncthreads(); /* the previous instruction's rows and tiles are read */
             if (threadIdx.x < kGemmBM) {
                 const int64_t row = r0 + threadIdx.x;
                 const REAL *p = nullptr;
+                int sp = -1;
                 if (row < rows) {
-                    const int64_t a = atom_of(row, d, rows);
-                    const int m = (int)(row - a * d);
-                    p = T.x + (T.x_by_species ? (int64_t)g.species[a] : a) * T.sx +
-                        T.src.off[sb] + m * K;
+                    const int64_t pos = atom_of(row, d, rows);
+                    const int m = (int)(row - pos * d);
+                    const int64_t a = g.order ? g.order[pos] : pos;
+                    sp = g.species[a];
+                    p = T.x + (T.x_by_species ? (int64_t)sp : a) * T.sx + T.src.off[sb] + m * K;
                 }
                 xrow[threadIdx.x] = p;
+                rsp[threadIdx.x] = sp;
             }
             __syncthreads(); /* rows written */
-            REAL ra[8], rb[2];
-            auto fetch = [&](int k0) {
-                const bool kin = k0 + lk < K;
+            /* acc += the rows' x . W, rows of species `only` alone (-1: every row), the
+             * others read as zeros */
+            auto pass = [&](const REAL *W, int only) {
+                REAL ra[8], rb[2];
+                auto fetch = [&](int k0) {
+                    const bool kin = k0 + lk < K;
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    const REAL *p = xrow[lr + 16 * i];
-                    ra[i] = kin && p ? p[k0 + lk] : REAL(0);
+                    for (int i = 0; i < 8; i++) {
+                        const int r = lr + 16 * i;
+                        const REAL *p = xrow[r];
+                        ra[i] = kin && p && (only < 0 || rsp[r] == only) ? p[k0 + lk] : REAL(0);
+                    }
+#pragma unroll
+                    for (int c = 0; c < 2; c++)
+                        rb[c] = k0 + bk < K && c0 + bc + c < N
+                                    ? alpha * __ldg(W + (int64_t)(k0 + bk) * N + c0 + bc + c)
+                                    : REAL(0);
+                };
+                fetch(0);
+                for (int k0 = 0, st = 0; k0 < K; k0 += kGemmBK, st ^= 1) {
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        As[st][lk][lr + 16 * i] = ra[i];
+#pragma unroll
+                    for (int c = 0; c < 2; c++)
+                        Bs[st][bk][bc + c] = rb[c];
+                    __syncthreads();
+                    if (k0 + kGemmBK < K)
+                        fetch(k0 + kGemmBK);
+#pragma unroll
+                    for (int kk = 0; kk < kGemmBK; kk++) {
+                        REAL av[4], bv[4];
+                        load4(&As[st][kk][4 * ty], av);
+                        load4(&Bs[st][kk][4 * tx], bv);
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+#pragma unroll
+                            for (int c = 0; c < 4; c++)
+                                acc[i][c] += av[i] * bv[c];
+                    }
                 }
-#pragma unroll
-                for (int c = 0; c < 2; c++)
-                    rb[c] = k0 + bk < K && c0 + bc + c < N
-                                ? alpha * __ldg(W + (int64_t)(k0 + bk) * N + c0 + bc + c)
-                                : REAL(0);
             };
-            fetch(0);
-            for (int k0 = 0, st = 0; k0 < K; k0 += kGemmBK, st ^= 1) {
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    As[st][lk][lr + 16 * i] = ra[i];
-#pragma unroll
-                for (int c = 0; c < 2; c++)
-                    Bs[st][bk][bc + c] = rb[c];
-                __syncthreads();
-                if (k0 + kGemmBK < K)
-                    fetch(k0 + kGemmBK);
-#pragma unroll
-                for (int kk = 0; kk < kGemmBK; kk++) {
-                    REAL av[4], bv[4];
-                    load4(&As[st][kk][4 * ty], av);
-                    load4(&Bs[st][kk][4 * tx], bv);
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++)
-                            acc[i][c] += av[i] * bv[c];
+            if (!T.lin.species_indexed) {
+                pass(W0, -1);
+                continue;
+            }
+            /* weights per species: a pass per species of the tile's rows (in species order:
+             * one, or a few at a boundary), so every output sums its own species' terms in
+             * the same order as with one pass */
+            for (int sp = rsp[0]; sp >= 0;) {
+                pass(W0 + (int64_t)sp * T.lin.n_w, sp);
+                __syncthreads(); /* this pass's tiles are read */
+                if (threadIdx.x == 0) {
+                    int next = -1;
+                    for (int r = 0; r < kGemmBM && next < 0; r++)
+                        next = rsp[r] > sp ? rsp[r] : -1;
+                    next_sp = next;
                 }
+                __syncthreads();
+                sp = next_sp;
             }
         }
     }
@@ -173,8 +207,9 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
         const int64_t row = r0 + 4 * ty + i;
         if (row >= rows)
             continue;
-        const int64_t a = atom_of(row, d, rows);
-        const int m = (int)(row - a * d);
+        const int64_t pos = atom_of(row, d, rows);
+        const int m = (int)(row - pos * d);
+        const int64_t a = g.order ? g.order[pos] : pos;
         const REAL scale = J.row_scale ? J.row_scale[g.species[a]] : REAL(1);
         REAL *yr = J.y + a * J.sy;
 #pragma unroll
@@ -217,12 +252,14 @@ static GemmJob<REAL> &new_job(GemmArgs<REAL> &g, const Irreps &dst, REAL *y, int
     return J;
 }
 
-template <typename REAL> static GemmArgs<REAL> gemm_args(int64_t n_atoms, const int *species)
+template <typename REAL>
+static GemmArgs<REAL> gemm_args(int64_t n_atoms, const int *species, const int *order)
 {
     GemmArgs<REAL> g;
     memset(&g, 0, sizeof(g));
     g.n_atoms = n_atoms;
     g.species = species;
+    g.order = order;
     return g;
 }
 
@@ -250,15 +287,15 @@ static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *laun
     return cudaGetLastError();
 }
 
-template <typename REAL> bool node_gemm_suits(const DeviceModel<REAL> &dm)
+template <typename REAL> bool node_linears_per_species(const DeviceModel<REAL> &dm)
 {
     for (int l = 0; l < dm.n_layers; l++) {
         const Layer<REAL> &L = dm.layers[l];
         if (L.linear_1.species_indexed || L.linear_2.species_indexed ||
             L.self_conn.species_indexed)
-            return false;
+            return true;
     }
-    return true;
+    return false;
 }
 
 /* shared memory of the node kernels: NB rows of each vector, then the reduction scratch */
@@ -399,10 +436,11 @@ static cudaError_t node_kernel_launch(void (*kernel)(ARGS), const ARGS &args, in
  * tiled, and (with_self) its input gradient gpart += self_connection^T(gy) */
 template <typename REAL>
 static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *species,
-                              const REAL *gy, REAL *ga_out, int ga_stride, bool with_self,
-                              REAL *gpart_out, int W, cudaStream_t stream, int *launches)
+                              const int *order, const REAL *gy, REAL *ga_out, int ga_stride,
+                              bool with_self, REAL *gpart_out, int W, cudaStream_t stream,
+                              int *launches)
 {
-    GemmArgs<REAL> g = gemm_args<REAL>(n, species);
+    GemmArgs<REAL> g = gemm_args<REAL>(n, species, order);
     GemmJob<REAL> &A = new_job<REAL>(g, P.mid, ga_out, ga_stride, true, false, nullptr);
     add_term<REAL>(A, P.linear_2, true, P.conv, gy, P.conv.dim, false);
     if (with_self && P.self_conn.n_instr > 0) {
@@ -413,13 +451,14 @@ static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *specie
 }
 
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches)
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cudaStream_t stream,
+                                int *launches)
 {
     const Layer<REAL> &L = a.L, &N = a.next;
     const int64_t n = a.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g = gemm_args<REAL>(n, a.species);
+    GemmArgs<REAL> g = gemm_args<REAL>(n, a.species, order);
     /* y = linear_2(A) + self_connection(h) */
     GemmJob<REAL> &J = new_job<REAL>(g, L.conv, a.y_save, L.conv.dim, false, false, nullptr);
     add_term<REAL>(J, L.linear_2, false, L.mid, a.A, a.a_stride, false);
@@ -438,8 +477,9 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
                                stream, launches);
         if (e != cudaSuccess)
             return e;
-        return down_gemms<REAL>(L, n, a.species, a.y_save + n * L.conv.dim, a.ga_out,
-                                a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream, launches);
+        return down_gemms<REAL>(L, n, a.species, order, a.y_save + n * L.conv.dim,
+                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream,
+                                launches);
     }
     e = node_kernel_launch(node_forward_kernel<REAL>, a, n,
                            node_smem<REAL>(std::max(L.conv.dim, L.out.dim), 2), stream,
@@ -447,7 +487,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
     if (e != cudaSuccess)
         return e;
     /* the next layer's sender rows h1 = linear_1(h') s, tiled */
-    g = gemm_args<REAL>(n, a.species);
+    g = gemm_args<REAL>(n, a.species, order);
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
@@ -455,13 +495,14 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream,
 }
 
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t stream, int *launches)
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
+                                 cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = b.L, &P = b.prev;
     const int64_t n = b.n_local;
     if (n == 0)
         return cudaSuccess;
-    GemmArgs<REAL> g = gemm_args<REAL>(n, b.species);
+    GemmArgs<REAL> g = gemm_args<REAL>(n, b.species, order);
     /* g = gpart + linear_1^T(dh1) s, in place */
     GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
                                      L.sender_scale);
@@ -473,17 +514,17 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t strea
                            node_smem<REAL>(std::max(P.conv.dim, L.in.dim), 3), stream, launches);
     if (e != cudaSuccess)
         return e;
-    return down_gemms<REAL>(P, n, b.species, b.y_prev, b.ga_out, b.ga_stride, b.layer - 1 > 0,
-                            b.gpart_out, b.W, stream, launches);
+    return down_gemms<REAL>(P, n, b.species, order, b.y_prev, b.ga_out, b.ga_stride,
+                            b.layer - 1 > 0, b.gpart_out, b.W, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
-    template bool node_gemm_suits<REAL>(const DeviceModel<REAL> &);                             \
+    template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                    \
     template cudaError_t node_gemm_configure<REAL>(int);                                        \
-    template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, cudaStream_t,     \
-                                                   int *);                                      \
-    template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, cudaStream_t,   \
-                                                    int *);
+    template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, const int *,      \
+                                                   cudaStream_t, int *);                        \
+    template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, const int *,    \
+                                                    cudaStream_t, int *);
 FNQ_INSTANTIATE(float)
 FNQ_INSTANTIATE(double)
 #undef FNQ_INSTANTIATE

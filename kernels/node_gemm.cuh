@@ -20,21 +20,25 @@
 
 namespace fnqcu {
 
-/* Whether the model's node linears suit the GEMMs: one weight set for all species (a tile's
- * rows are any atoms). Otherwise the layer kernels' epilogues do the node work. */
-template <typename REAL> bool node_gemm_suits(const DeviceModel<REAL> &dm);
+/* Whether some node linear has weights per species (NequIP's self-connection): then the GEMMs
+ * take the owned atoms in species order (species_order.cuh), else in atom order. */
+template <typename REAL> bool node_linears_per_species(const DeviceModel<REAL> &dm);
 
 /* Once per context, after the model's sizes are known (epi_len: its longest node vector): the
  * node kernels' shared memory, set here rather than at every launch (graphs are recorded
  * nearly every MD step). */
 template <typename REAL> cudaError_t node_gemm_configure(int epi_len);
 
-/* The node forward of layer a.layer (not the last), after its layer kernel wrote A. */
+/* The node forward of layer a.layer (not the last), after its layer kernel wrote A. order: the
+ * owned atoms in species order (species_order.cuh) where node_linears_per_species, else
+ * nullptr. */
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, cudaStream_t stream, int *launches);
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cudaStream_t stream,
+                                int *launches);
 
 /* The node backward that ends layer b.layer >= 1, once dh1 holds the owned atoms' rows. */
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, cudaStream_t stream, int *launches);
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
+                                 cudaStream_t stream, int *launches);
 
 } // namespace fnqcu

@@ -46,7 +46,7 @@ void fnq__options_read(struct fnq_options *o)
     o->ec_bwd = edges_per_chunk("FNQ_EC_BWD");
     o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
-    o->node_gemm = !equals("FNQ_NODE_GEMM", "0");
+    o->node_gemm = equals("FNQ_NODE_GEMM", "0") ? 0 : equals("FNQ_NODE_GEMM", "1") ? 1 : -1;
     o->tp_generic = equals("FNQ_TP_GENERIC", "1");
     const char *apb = getenv("FNQ_ATOMS_PER_BLOCK");
     o->atoms_per_block = apb && (!strcmp(apb, "1") || !strcmp(apb, "2") || !strcmp(apb, "4"))

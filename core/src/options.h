@@ -22,8 +22,9 @@ struct fnq_options {
     int ec_fwd, ec_bwd;   /* FNQ_EC_FWD / FNQ_EC_BWD: edges per super-chunk (0: automatic) */
     int skip;             /* FNQ_SKIP: stages left out, for timing only (results WRONG) */
     int lean_memory;      /* FNQ_LEAN_MEMORY=1: the GPU's lean buffer layout from the start */
-    int node_gemm;        /* GPU node-wise work as GEMMs over all atoms; FNQ_NODE_GEMM=0: in the
-                           * layer kernels' epilogues (node_gemm.cuh) */
+    int node_gemm;        /* GPU node-wise work as GEMMs over all atoms (node_gemm.cuh) or in
+                           * the layer kernels' epilogues: FNQ_NODE_GEMM=0 never, 1 always,
+                           * else -1: by the atom count (cuda_run.cu, uses_node_gemm) */
     int atoms_per_block;  /* FNQ_ATOMS_PER_BLOCK=1|2|4: the GPU layer kernels' atoms per block
                            * in table mode (0: by the atom count, cuda_run.cu) */
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */

@@ -45,5 +45,7 @@ done
 for apb in 1 2 4; do
   library "$PWD" "new apb$apb" FNQ_ATOMS_PER_BLOCK=$apb
 done
-library "$PWD" "new nodegemm0" FNQ_NODE_GEMM=0
+for g in 0 1; do
+  library "$PWD" "new nodegemm$g" FNQ_NODE_GEMM=$g
+done
 grep -E "ms_per_step|Loop time|timing" "$log" | sed -E 's/"(model|dtype|device|threads|bench|rattle_A|cpu_ms_per_step|us_per_atom_step|repeats)": [^,]*, //g' | cut -c1-220
