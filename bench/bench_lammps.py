@@ -9,10 +9,12 @@ time" (the run without its set-up).
                         [--device cpu|cuda] [--dtype float64|float32] [--cells 4,10,20]
                         [--plugin build/pair_style/fusednequipplugin.so]
                         [--comm auto,ipc,staged,host,nccl] [--nccl-hostid]
+                        [--lmp-args="-k on g 1 -sf kk"]
 --plugin: an lmp with the PLUGIN package (not lmp_fusednequip) loads the style first.
 --comm: the pair style's ghost exchange, one run each (several ranks); --nccl-hostid gives each
 rank its own NCCL_HOSTID, so that NCCL runs ranks sharing one GPU (a correctness harness
-through loopback sockets, not a speed figure). The exchange's rows and bytes per step come
+through loopback sockets, not a speed figure). --lmp-args: more lmp arguments, e.g. a LAMMPS
+built with KOKKOS run as GPU users run it (Kokkos integrator, neighbour lists, communication). The exchange's rows and bytes per step come
 from the style's FNQ_TIMING report (rank 0).
 """
 import argparse
@@ -42,6 +44,7 @@ def main():
     ap.add_argument("--comm", default="auto", help="ghost exchanges, comma-separated")
     ap.add_argument("--nccl-hostid", action="store_true",
                     help="each rank its own NCCL_HOSTID (NCCL on one GPU, for testing)")
+    ap.add_argument("--lmp-args", default="", help="more lmp arguments, e.g. '-k on g 1 -sf kk'")
     a = ap.parse_args()
     deck = os.path.join(ROOT, "examples", "si-diamond", "in.si-nvt")
     if a.plugin:
@@ -59,6 +62,7 @@ def main():
         cmd = [a.lmp, "-in", deck, "-log", "none", "-var", "steps", str(a.steps),
                "-var", "cx", str(box[0]), "-var", "cy", str(box[1]), "-var", "cz", str(box[2]),
                "-var", "device", a.device, "-var", "dtype", a.dtype, "-var", "comm", comm]
+        cmd += a.lmp_args.split()
         if ranks > 1 and a.nccl_hostid:
             cmd = ["sh", "-c", 'NCCL_HOSTID=r$OMPI_COMM_WORLD_RANK exec "$0" "$@"'] + cmd
         if ranks > 1:
@@ -106,7 +110,7 @@ def main():
             "dtype": a.dtype, "device": a.device, "gpu": (gpu_name() or "unknown") if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "gpus": min(ranks, gpu_count()) if a.device != "cpu" else 0,
-            "threads_per_rank": threads, "atoms": atoms, "steps": steps,
+            "threads_per_rank": threads, "lmp_args": a.lmp_args, "atoms": atoms, "steps": steps,
             "ms_per_step": round(1000 * seconds / steps, 1),
             "atom_steps_per_s": round(atoms * steps / seconds, 1), **exchange, **parts}),
               flush=True)

@@ -13,8 +13,12 @@ src=.lammps-kokkos-src
 backend=${FNQ_KOKKOS_BACKEND:-cuda}
 lmp_build=/tmp/fnq-lammps-kokkos-$backend
 if [ "$backend" = cuda ]; then
+  # nvcc_wrapper's own default architecture (sm_70) is one CUDA 13 no longer has, and the
+  # Kokkos bundled with LAMMPS 4 Feb 2025 calls three runtime functions in their CUDA 12 form:
+  # kokkos-cuda13.h gives those back (force-included; nothing is defined under CUDA 12)
   kokkos=(-DKokkos_ENABLE_CUDA=on -DKokkos_ENABLE_OPENMP=on "-D${FNQ_KOKKOS_ARCH:-Kokkos_ARCH_HOPPER90}=on"
-    "-DCMAKE_CXX_COMPILER=$PWD/$src/lib/kokkos/bin/nvcc_wrapper")
+    "-DCMAKE_CXX_COMPILER=$PWD/$src/lib/kokkos/bin/nvcc_wrapper"
+    "-DCMAKE_CXX_FLAGS=-arch=sm_${FNQ_CUDA_ARCH:-90} -include $PWD/scripts/gpu/kokkos-cuda13.h")
 else
   kokkos=(-DKokkos_ENABLE_OPENMP=on -DKokkos_ENABLE_SERIAL=on)
 fi

@@ -10,7 +10,7 @@ end at the same energies and positions (1e-9).
 Runs where FNQ_LMP is an lmp with the KOKKOS package (CTest lammps_kokkos, label kokkos: the lmp
 given to CMake as FNQ_LAMMPS_LMP, scripts/gpu/gpu-lammps-kokkos.sh builds one); exits 77
 (skipped) elsewhere. FNQ_LAMMPS_DEVICE: the style's device (default: cuda with a CUDA Kokkos,
-else cpu).
+else cpu); FNQ_KOKKOS_GPUS: GPUs given to Kokkos (kokkos_args).
 """
 import os
 import subprocess
@@ -38,7 +38,10 @@ def kokkos_backends():
 
 
 def kokkos_args(backends):
-    return ["-k", "on", "g", "1", "-sf", "kk"] if "CUDA" in backends else \
+    """FNQ_KOKKOS_GPUS (default 1): `-k on g N`, Kokkos and the style giving each rank GPU
+    (node-local rank mod N): 1 puts every rank on one GPU, N = ranks one GPU per rank."""
+    gpus = os.environ.get("FNQ_KOKKOS_GPUS", "1")
+    return ["-k", "on", "g", gpus, "-sf", "kk"] if "CUDA" in backends else \
         ["-k", "on", "t", "2", "-sf", "kk"]
 
 
