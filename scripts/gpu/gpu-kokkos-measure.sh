@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: the style in a LAMMPS built with KOKKOS for CUDA, as GPU users run it
-# (issue 49). The lmp comes from gpu-lammps-kokkos.sh, built here, or from a tarball of a
+# (issue 49). The lmp comes from gpu-lammps-kokkos.sh, built here (a call that runs out of
+# $FNQ_BUILD_SECONDS stops; the next call goes on with the build), or from a tarball of a
 # build made on the CPU machine (build-lmp-kokkos/lmp-kokkos-cuda.tar.xz, unpacked into /tmp);
 # the style from build-kokkos/ (built here by gpu-lammps-kokkos.sh, or carried: configured for
 # /tmp/fnq-lammps-kokkos-cuda/lmp). Runs the kokkos test (`-k on g 1`, and on a machine of
@@ -17,7 +18,17 @@ lmp=/tmp/fnq-lammps-kokkos-cuda/lmp
 if [ ! -x $lmp ] && [ -f build-lmp-kokkos/lmp-kokkos-cuda.tar.xz ]; then
   tar -xJf build-lmp-kokkos/lmp-kokkos-cuda.tar.xz -C /tmp
 fi
-[ -x $lmp ] || lmp=$(bash scripts/gpu/gpu-lammps-kokkos.sh | tail -1)
+# the trimmed source, carried as it is or packed (31 MB -> 5 MB)
+[ -d .lammps-kokkos-src ] || tar -xJf build-lmp-kokkos/lammps-kokkos-src.tar.xz
+if [ ! -x $lmp ]; then
+  # with a carried build-kokkos only the lmp is built here
+  [ -f build-kokkos/pair_style/fusednequipplugin.so ] && export FNQ_KOKKOS_LMP_ONLY=1
+  t=$(date +%s)
+  timeout "${FNQ_BUILD_SECONDS:-560}" bash scripts/gpu/gpu-lammps-kokkos.sh > "$out/kokkos-build.log" 2>&1
+  rc=$?
+  echo "gpu-lammps-kokkos.sh rc $rc in $(( $(date +%s) - t )) s" | tee -a "$out/kokkos.txt"
+  [ -x $lmp ] || { tail -30 "$out/kokkos-build.log"; exit 1; }
+fi
 gpus=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/kokkos.txt"
 $lmp -h | grep -E "KOKKOS package API|Large-scale" | tee -a "$out/kokkos.txt"
@@ -35,3 +46,12 @@ for c in ${cells//,/ }; do
   $B --cells "$c" | tee -a "$out/kokkos-bench.jsonl"
   $B --cells "$c" --lmp-args="-k on g 1 -sf kk" | tee -a "$out/kokkos-bench.jsonl"
 done
+# $STRONG (e.g. 20x20x10,40x20x20: 8,000 and 32,000 atoms): strong scaling on 1, 2, 4 ... GPUs,
+# one rank per GPU through NCCL, this lmp without Kokkos (issue 47)
+if [ -n "${STRONG:-}" ] && [ "$gpus" -ge 2 ]; then
+  for n in 1 2 4 8; do
+    [ "$n" -gt "$gpus" ] && break
+    $B --cells "$STRONG" --configs "${n}x$(( $(nproc) / gpus > 16 ? 16 : $(nproc) / gpus ))" \
+      --comm nccl --steps "${STRONG_STEPS:-100}" | tee -a "$out/strong.jsonl"
+  done
+fi

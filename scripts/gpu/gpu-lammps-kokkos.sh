@@ -5,7 +5,9 @@
 # then fusednequip with its pair style against those headers into build-kokkos/ (with the CUDA
 # backend where nvcc is), its LAMMPS tests, the kokkos label's among them, running decks through
 # that lmp with `plugin load`. Prints the lmp's path last.
-# FNQ_KOKKOS_ARCH: Kokkos' architecture option for CUDA (default Kokkos_ARCH_HOPPER90).
+# FNQ_KOKKOS_ARCH: Kokkos' architecture option for CUDA (default Kokkos_ARCH_HOPPER90);
+# FNQ_KOKKOS_MOLECULE=off leaves MOLECULE out (a fifth fewer Kokkos files; the kokkos test and
+# the benchmarks use none of it); FNQ_KOKKOS_LMP_ONLY=1 stops after the lmp (the style carried).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=.lammps-kokkos-src
@@ -24,11 +26,12 @@ else
 fi
 if [ ! -x "$lmp_build/lmp" ]; then
   cmake -S $src/cmake -B "$lmp_build" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=on \
-    -DPKG_KOKKOS=on "${kokkos[@]}" -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on \
+    -DPKG_KOKKOS=on "${kokkos[@]}" -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE="${FNQ_KOKKOS_MOLECULE:-on}" \
     -DBUILD_SHARED_LIBS=on -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off \
     -DWITH_GZIP=off -DWITH_FFMPEG=off >/dev/null
   cmake --build "$lmp_build" -j "$(nproc)" >/dev/null
 fi
+[ -n "${FNQ_KOKKOS_LMP_ONLY:-}" ] && { echo "$lmp_build/lmp"; exit 0; }
 . scripts/gpu/device-deps.sh # extra: CMake arguments for the carried libcjson
 # the plugin only: an installed LAMMPS (Debian's) is another version, and no driver is needed
 cmake -S . -B build-kokkos -DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$PWD/$src/src" \
