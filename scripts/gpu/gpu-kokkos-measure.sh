@@ -44,7 +44,7 @@ B="python3 bench/bench_lammps.py --lmp $lmp --plugin build-kokkos/pair_style/fus
 cells=${CELLS:-10,20}
 for c in ${cells//,/ }; do
   $B --cells "$c" | tee -a "$out/kokkos-bench.jsonl"
-  $B --cells "$c" --lmp-args="-k on g 1 -sf kk" | tee -a "$out/kokkos-bench.jsonl"
+  $B --cells "$c" --lmp-args="-k on g 1 -sf kk -pk kokkos newton on neigh half" | tee -a "$out/kokkos-bench.jsonl"
 done
 # $STRONG (e.g. 20x20x10,40x20x20: 8,000 and 32,000 atoms): strong scaling on 1, 2, 4 ... GPUs,
 # one rank per GPU through NCCL, this lmp without Kokkos (issue 47)

@@ -37,12 +37,17 @@ def kokkos_backends():
     return "OpenMP"
 
 
-def kokkos_args(backends):
+def kokkos_args(backends, nprocs):
     """FNQ_KOKKOS_GPUS (default 1): `-k on g N`, Kokkos and the style giving each rank GPU
-    (node-local rank mod N): 1 puts every rank on one GPU, N = ranks one GPU per rank."""
-    gpus = os.environ.get("FNQ_KOKKOS_GPUS", "1")
-    return ["-k", "on", "g", gpus, "-sf", "kk"] if "CUDA" in backends else \
-        ["-k", "on", "t", "2", "-sf", "kk"]
+    (node-local rank mod N): 1 puts every rank on one GPU, N = ranks one GPU per rank; never
+    more than the ranks (one rank started without mpiexec has no node-local rank for Kokkos).
+    Kokkos on a GPU defaults to newton off with full lists; the style needs newton on, which
+    Kokkos allows with half lists (its own; the style still gets its full list): `-pk kokkos
+    newton on neigh half`."""
+    if "CUDA" not in backends:
+        return ["-k", "on", "t", "2", "-sf", "kk"]
+    gpus = min(int(os.environ.get("FNQ_KOKKOS_GPUS", "1")), nprocs)
+    return ["-k", "on", "g", str(gpus), "-sf", "kk", "-pk", "kokkos", "newton", "on", "neigh", "half"]
 
 
 def structures():
@@ -95,15 +100,15 @@ def main():
     if not backends:
         print(f"SKIP: {lmp()} has no KOKKOS package")
         sys.exit(77)
-    args = kokkos_args(backends)
     device = os.environ.get("FNQ_LAMMPS_DEVICE") or ("cuda" if "CUDA" in backends else "cpu")
     style = f"device {device} dtype float64"
-    print(f"Kokkos backends: {backends}; LAMMPS arguments {' '.join(args)}; style {style}")
+    print(f"Kokkos backends: {backends}; style {style}")
     c = Checker("fusednequip under Kokkos LAMMPS")
     for name, (s, elements) in structures().items():
         with tempfile.TemporaryDirectory() as tmp:
             ref = single_point(tmp, s, elements, style_args=style)
         for nprocs in (1, 2, 4):
+            args = kokkos_args(backends, nprocs)
             with tempfile.TemporaryDirectory() as tmp:
                 got = single_point(tmp, s, elements, nprocs=nprocs, style_args=style, args=args)
             c.check("KOKKOS mode" in got["output"], f"{name}: LAMMPS did not run in KOKKOS mode")
@@ -112,7 +117,7 @@ def main():
             data = os.path.join(tmp, "data")
             write_data(data, s, elements)
             plain = md_end(tmp, md_deck(data, elements, style), 1, ())
-            kk = md_end(tmp, md_deck(data, elements, style), 2, args)
+            kk = md_end(tmp, md_deck(data, elements, style), 2, kokkos_args(backends, 2))
         c.check("style = nve/kk" in kk[3], f"{name}: fix nve did not become nve/kk under -sf kk")
         dpe = abs(kk[0] - plain[0]) / abs(plain[0])
         dx = max(abs(a - b) for a, b in zip(kk[2], plain[2]))
