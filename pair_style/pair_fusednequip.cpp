@@ -631,10 +631,14 @@ void PairFusedNequip::check_elements()
 
 void PairFusedNequip::init_style()
 {
+  // Kokkos on a GPU turns newton off by default: say what to add to the command line
   if (force->newton_pair == 0)
     error->all(FLERR,
-               "Pair style fusednequip requires newton pair on (forces on ghost atoms are "
-               "folded into their owners by LAMMPS' reverse communication)");
+               lmp->kokkos
+                   ? "Pair style fusednequip requires newton pair on, which Kokkos on a GPU "
+                     "turns off: add '-pk kokkos newton on neigh half' to the lmp command line"
+                   : "Pair style fusednequip requires newton pair on (forces on ghost atoms are "
+                     "folded into their owners by LAMMPS' reverse communication)");
   if (strcmp(update->unit_style, "metal") != 0)
     error->all(FLERR, "Pair style fusednequip requires 'units metal'");
   if (!impl->model) error->all(FLERR, "Pair style fusednequip: pair_coeff has not been given");
