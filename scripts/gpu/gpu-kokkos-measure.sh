@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: the style in a LAMMPS built with KOKKOS for CUDA, as GPU users run it
 # (issue 49). The lmp comes from gpu-lammps-kokkos.sh, built here (a call that runs out of
-# $FNQ_BUILD_SECONDS stops; the next call goes on with the build), or from a tarball of a
-# build made on the CPU machine (build-lmp-kokkos/lmp-kokkos-cuda.tar.xz, unpacked into /tmp);
-# the style from build-kokkos/ (built here by gpu-lammps-kokkos.sh, or carried: configured for
+# $FNQ_BUILD_SECONDS stops; the next call goes on with the build); the style from
+# build-kokkos/ (built here by gpu-lammps-kokkos.sh, or carried: configured for
 # /tmp/fnq-lammps-kokkos-cuda/lmp). Runs the kokkos test (`-k on g 1`, and on a machine of
 # several GPUs again with one GPU per rank), then bench/bench_lammps.py, one rank, diamond Si
 # cells per edge $CELLS (default 10,20: 8,000 and 64,000 atoms) with and without
@@ -15,9 +14,8 @@ export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 export FUSEDNEQUIP_MODEL_DIR=${FUSEDNEQUIP_MODEL_DIR:-$PWD/.models}
 . scripts/gpu/device-deps.sh
 lmp=/tmp/fnq-lammps-kokkos-cuda/lmp
-if [ ! -x $lmp ] && [ -f build-lmp-kokkos/lmp-kokkos-cuda.tar.xz ]; then
-  tar -xJf build-lmp-kokkos/lmp-kokkos-cuda.tar.xz -C /tmp
-fi
+gpus=$(nvidia-smi -L | wc -l)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/kokkos.txt"
 # the trimmed source, carried as it is or packed (31 MB -> 5 MB)
 [ -d .lammps-kokkos-src ] || tar -xJf build-lmp-kokkos/lammps-kokkos-src.tar.xz
 if [ ! -x $lmp ]; then
@@ -29,8 +27,6 @@ if [ ! -x $lmp ]; then
   echo "gpu-lammps-kokkos.sh rc $rc in $(( $(date +%s) - t )) s" | tee -a "$out/kokkos.txt"
   [ -x $lmp ] || { tail -30 "$out/kokkos-build.log"; exit 1; }
 fi
-gpus=$(nvidia-smi -L | wc -l)
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/kokkos.txt"
 $lmp -h | grep -E "KOKKOS package API|Large-scale" | tee -a "$out/kokkos.txt"
 for g in 1 $([ "$gpus" -ge 2 ] && echo "$gpus"); do
   FNQ_KOKKOS_GPUS=$g timeout "${FNQ_TEST_SECONDS:-300}" ctest --test-dir build-kokkos \
@@ -46,7 +42,7 @@ for c in ${cells//,/ }; do
   $B --cells "$c" | tee -a "$out/kokkos-bench.jsonl"
   $B --cells "$c" --lmp-args="-k on g 1 -sf kk -pk kokkos newton on neigh half" | tee -a "$out/kokkos-bench.jsonl"
 done
-# $STRONG (e.g. 20x20x10,40x20x20: 8,000 and 32,000 atoms): strong scaling on 1, 2, 4 ... GPUs,
+# $STRONG (e.g. 10x10x10,20x20x10: 8,000 and 32,000 atoms): strong scaling on 1, 2, 4 ... GPUs,
 # one rank per GPU through NCCL, this lmp without Kokkos (issue 47)
 if [ -n "${STRONG:-}" ] && [ "$gpus" -ge 2 ]; then
   for n in 1 2 4 8; do
