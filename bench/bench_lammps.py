@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""LAMMPS timing of the Si example (examples/si-diamond/in.si-nvt: 512 atoms, nequix-mp-1,
-float64, NVT) with pair_style fusednequip, on the CPU at 1 and 2 MPI ranks by default. Prints one
+"""LAMMPS timing of the Si example (examples/si-diamond/in.si-nvt: 512 atoms, nequix-mp-1 or
+--model, float64, NVT) with pair_style fusednequip, on the CPU at 1 and 2 MPI ranks by default. Prints one
 JSON line per configuration: ms per MD step and atom-steps per second, from LAMMPS' own "Loop
 time" (the run without its set-up).
 
@@ -9,7 +9,7 @@ time" (the run without its set-up).
                         [--device cpu|cuda] [--dtype float64|float32] [--cells 4,10,20]
                         [--plugin build/pair_style/fusednequipplugin.so]
                         [--comm auto,ipc,staged,host,nccl] [--nccl-hostid]
-                        [--lmp-args="-k on g 1 -sf kk"]
+                        [--lmp-args="-k on g 1 -sf kk"] [--model NAME_OR_PATH]
 --plugin: an lmp with the PLUGIN package (not lmp_fusednequip) loads the style first.
 --comm: the pair style's ghost exchange, one run each (several ranks); --nccl-hostid gives each
 rank its own NCCL_HOSTID, so that NCCL runs ranks sharing one GPU (a correctness harness
@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--nccl-hostid", action="store_true",
                     help="each rank its own NCCL_HOSTID (NCCL on one GPU, for testing)")
     ap.add_argument("--lmp-args", default="", help="more lmp arguments, e.g. '-k on g 1 -sf kk'")
+    ap.add_argument("--model", default="nequix-mp-1",
+                    help="the deck's model (a name or a path; it must know Si)")
     a = ap.parse_args()
     deck = os.path.join(ROOT, "examples", "si-diamond", "in.si-nvt")
     if a.plugin:
@@ -61,7 +63,8 @@ def main():
         box = [int(v) for v in cells.split("x")] if "x" in cells else [int(cells)] * 3
         cmd = [a.lmp, "-in", deck, "-log", "none", "-var", "steps", str(a.steps),
                "-var", "cx", str(box[0]), "-var", "cy", str(box[1]), "-var", "cz", str(box[2]),
-               "-var", "device", a.device, "-var", "dtype", a.dtype, "-var", "comm", comm]
+               "-var", "device", a.device, "-var", "dtype", a.dtype, "-var", "comm", comm,
+               "-var", "model", a.model]
         cmd += a.lmp_args.split()
         if ranks > 1 and a.nccl_hostid:
             cmd = ["sh", "-c", 'NCCL_HOSTID=r$OMPI_COMM_WORLD_RANK exec "$0" "$@"'] + cmd
@@ -106,7 +109,7 @@ def main():
                              zip(("prepare", "library", "tally"), split.groups())})
         print(json.dumps({
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt",
-            "cells": cells if "x" in cells else int(cells), "model": "nequix-mp-1",
+            "cells": cells if "x" in cells else int(cells), "model": a.model,
             "dtype": a.dtype, "device": a.device, "gpu": (gpu_name() or "unknown") if a.device != "cpu" else None,
             "cpu": cpu_name(), "ranks": ranks,
             "gpus": min(ranks, gpu_count()) if a.device != "cpu" else 0,
