@@ -12,15 +12,23 @@
 
 #include "model.h"
 
+static const double sqrt1_2 = 0.70710678118654752440, inv_sqrt_2pi = 0.39894228040143267794;
+
+/* log(1 + e^x) without overflow */
+static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+
 double fnq__act_apply(struct fnq_activation a, double x)
 {
     double v;
     switch (a.kind) {
     case FNQ_ACT_SILU: v = x / (1.0 + exp(-x)); break;
     case FNQ_ACT_TANH: v = tanh(x); break;
-    case FNQ_ACT_SSP: v = (x > 20.0 ? x : log1p(exp(x))) - log(2.0); break;
+    case FNQ_ACT_SSP: v = softplus(x) - log(2.0); break;
     case FNQ_ACT_ABS: v = fabs(x); break;
     case FNQ_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-x)); break;
+    case FNQ_ACT_MISH: v = x * tanh(softplus(x)); break;
+    case FNQ_ACT_GELU: v = 0.5 * x * (1.0 + erf(x * sqrt1_2)); break;
+    case FNQ_ACT_SOFTPLUS: v = softplus(x); break;
     default: v = x; break;
     }
     return v * a.scale;
@@ -47,6 +55,15 @@ double fnq__act_derivative(struct fnq_activation a, double x)
         d = s * (1.0 - s);
         break;
     }
+    case FNQ_ACT_MISH: {
+        const double t = tanh(softplus(x)), s = 1.0 / (1.0 + exp(-x));
+        d = t + x * (1.0 - t * t) * s;
+        break;
+    }
+    case FNQ_ACT_GELU:
+        d = 0.5 * (1.0 + erf(x * sqrt1_2)) + x * exp(-0.5 * x * x) * inv_sqrt_2pi;
+        break;
+    case FNQ_ACT_SOFTPLUS: d = 1.0 / (1.0 + exp(-x)); break;
     default: d = 1.0; break;
     }
     return d * a.scale;

@@ -41,6 +41,22 @@ enum fnq_status fnq__fnqm_array_get(const struct fnqm_arrays *a, const char *fie
                                     const cJSON *ref, int32_t ndim, const int64_t *shape,
                                     double **out);
 
+/* Header readers (fnqm_header.c); messages name `path`, the field's place in the header. */
+const cJSON *fnq__fnqm_field(const cJSON *obj, const char *key); /* NULL when absent or null */
+enum fnq_status fnq__fnqm_need(const cJSON *v, const char *file, const char *path);
+enum fnq_status fnq__fnqm_number(const cJSON *obj, const char *key, const char *file,
+                                 const char *path, double *out);
+enum fnq_status fnq__fnqm_int(const cJSON *v, const char *file, const char *path, int64_t lo,
+                              int64_t hi, int32_t *out);
+/* the array [n_species] that field `key` of obj names */
+enum fnq_status fnq__fnqm_per_species(const struct fnqm_arrays *a, const cJSON *obj,
+                                      const char *key, const char *path, int32_t n_species,
+                                      double **out);
+/* m->species_z, species_symbol, n_species from 'species' */
+enum fnq_status fnq__fnqm_species(const cJSON *h, const char *file, struct fnq_model *m);
+/* m->pair from 'pair_potential' (m->cutoff and n_species set) */
+enum fnq_status fnq__fnqm_pair_potential(const cJSON *h, const char *file, struct fnq_model *m);
+
 /* Build the model from a .fnqm header and its arrays. */
 enum fnq_status fnq__fnqm_build(const cJSON *header, const struct fnqm_arrays *a,
                                 struct fnq_model *m);

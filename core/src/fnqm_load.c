@@ -10,53 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allegro.h"
 #include "fnqm.h"
 #include "sh.h"
 #include "status.h"
 
 /* ---- small header readers (messages name the field path) ---- */
 
-static const cJSON *field(const cJSON *obj, const char *key) /* NULL when absent or null */
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return (v && !cJSON_IsNull(v)) ? v : NULL;
-}
-
-static enum fnq_status need(const cJSON *v, const char *file, const char *path)
-{
-    return v ? FNQ_STATUS_OK
-             : fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is missing", file, path);
-}
-
-static enum fnq_status get_number(const cJSON *obj, const char *key, const char *file,
-                                  const char *path, double *out)
-{
-    const cJSON *v = field(obj, key);
-    FNQ_CHECK(need(v, file, path));
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not a number", file, path);
-    *out = v->valuedouble;
-    return FNQ_STATUS_OK;
-}
-
-static enum fnq_status get_int(const cJSON *v, const char *file, const char *path, int64_t lo,
-                               int64_t hi, int32_t *out)
-{
-    FNQ_CHECK(need(v, file, path));
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
-        v->valuedouble > hi)
-        return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: header field '%s' must be an integer in %lld..%lld", file, path,
-                         (long long)lo, (long long)hi);
-    *out = (int32_t)v->valuedouble;
-    return FNQ_STATUS_OK;
-}
-
 static enum fnq_status get_irreps(const cJSON *obj, const char *key, const char *file,
                                   const char *path, struct fnq_irreps *out)
 {
-    const cJSON *v = field(obj, key);
-    FNQ_CHECK(need(v, file, path));
+    const cJSON *v = fnq__fnqm_field(obj, key);
+    FNQ_CHECK(fnq__fnqm_need(v, file, path));
     if (!cJSON_IsString(v) || fnq__irreps_parse(v->valuestring, out) != 0)
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field '%s' is not an irreps string like \"8x0e+8x1o\" "
@@ -81,10 +46,10 @@ static enum fnq_status get_activation(const cJSON *obj, const char *key, const c
 {
     static const char *const names[] = {"identity", "silu", "tanh", "ssp", "abs", "sigmoid"};
     *out = (struct fnq_activation){FNQ_ACT_IDENTITY, 1.0};
-    const cJSON *v = field(obj, key);
+    const cJSON *v = fnq__fnqm_field(obj, key);
     if (!v)
         return FNQ_STATUS_OK; /* identity */
-    const cJSON *name = field(v, "name");
+    const cJSON *name = fnq__fnqm_field(v, "name");
     if (!cJSON_IsString(name))
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field '%s' must be {\"name\": ..., \"scale\": ...}", file,
@@ -99,10 +64,10 @@ static enum fnq_status get_activation(const cJSON *obj, const char *key, const c
                          "silu, tanh, ssp, abs, sigmoid)",
                          file, path, name->valuestring);
     out->kind = (enum fnq_act)kind;
-    if (field(v, "scale")) {
+    if (fnq__fnqm_field(v, "scale")) {
         char p[160];
         snprintf(p, sizeof(p), "%s.scale", path);
-        FNQ_CHECK(get_number(v, "scale", file, p, &out->scale));
+        FNQ_CHECK(fnq__fnqm_number(v, "scale", file, p, &out->scale));
     }
     return FNQ_STATUS_OK;
 }
@@ -169,7 +134,7 @@ static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const c
                                             struct fnq_linear *lin)
 {
     char sub[192];
-    const cJSON *wref = field(obj, "weights"), *cref = field(obj, "species_coefficients");
+    const cJSON *wref = fnq__fnqm_field(obj, "weights"), *cref = fnq__fnqm_field(obj, "species_coefficients");
     const struct fnqm_array *e = find_array(a, cref);
     snprintf(sub, sizeof(sub), "%s.species_coefficients", path);
     if (!e || e->rec.ndim != 2 || e->rec.shape[0] != n_species || e->rec.shape[1] < 1 ||
@@ -209,76 +174,33 @@ static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const c
     return st;
 }
 
-static enum fnq_status read_per_species(const struct fnqm_arrays *a, const cJSON *obj,
-                                        const char *key, const char *path, int32_t n_species,
-                                        double **out)
-{
-    const cJSON *ref = field(obj, key);
-    FNQ_CHECK(need(ref, a->file, path));
-    int64_t shape[1] = {n_species};
-    return fnq__fnqm_array_get(a, path, ref, 1, shape, out);
-}
-
 /* ---- parts of the model ---- */
-
-static enum fnq_status read_species(const cJSON *h, const char *file, struct fnq_model *m)
-{
-    const cJSON *list = field(h, "species");
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1 || cJSON_GetArraySize(list) > 118)
-        return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: header field 'species' must be a list of element symbols", file);
-    int32_t n = cJSON_GetArraySize(list);
-    m->species_z = calloc((size_t)n, sizeof(int32_t));
-    m->species_symbol = calloc((size_t)n, sizeof(*m->species_symbol));
-    if (!m->species_z || !m->species_symbol)
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
-    const cJSON *it;
-    int32_t k = 0;
-    cJSON_ArrayForEach(it, list)
-    {
-        int32_t z = cJSON_IsString(it) ? fnq__element_z(it->valuestring) : 0;
-        if (z == 0)
-            return fnq__fail(FNQ_STATUS_FORMAT,
-                             "%s: header field 'species[%d]' is not an element symbol", file, k);
-        for (int32_t q = 0; q < k; q++)
-            if (m->species_z[q] == z)
-                return fnq__fail(FNQ_STATUS_FORMAT,
-                                 "%s: header field 'species' lists %s twice", file,
-                                 it->valuestring);
-        m->species_z[k] = z;
-        snprintf(m->species_symbol[k], sizeof(m->species_symbol[k]), "%s",
-                 fnq__element_symbol(z));
-        k++;
-    }
-    m->n_species = n;
-    return FNQ_STATUS_OK;
-}
 
 static enum fnq_status read_geometry(const cJSON *h, const struct fnqm_arrays *a,
                                      struct fnq_model *m, int32_t *sh_natural)
 {
     const char *file = a->file;
-    FNQ_CHECK(get_number(h, "cutoff", file, "cutoff", &m->cutoff));
+    FNQ_CHECK(fnq__fnqm_number(h, "cutoff", file, "cutoff", &m->cutoff));
     if (!(m->cutoff > 0.0))
         return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field 'cutoff' must be positive", file);
 
-    const cJSON *rb = field(h, "radial_basis");
-    FNQ_CHECK(need(rb, file, "radial_basis"));
-    FNQ_CHECK(get_int(field(rb, "n_basis"), file, "radial_basis.n_basis", 1, 128, &m->n_basis));
-    FNQ_CHECK(get_number(rb, "polynomial_p", file, "radial_basis.polynomial_p", &m->poly_p));
+    const cJSON *rb = fnq__fnqm_field(h, "radial_basis");
+    FNQ_CHECK(fnq__fnqm_need(rb, file, "radial_basis"));
+    FNQ_CHECK(fnq__fnqm_int(fnq__fnqm_field(rb, "n_basis"), file, "radial_basis.n_basis", 1, 128, &m->n_basis));
+    FNQ_CHECK(fnq__fnqm_number(rb, "polynomial_p", file, "radial_basis.polynomial_p", &m->poly_p));
     if (!(m->poly_p >= 1.0))
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field 'radial_basis.polynomial_p' must be >= 1", file);
     int64_t shape[1] = {m->n_basis};
-    FNQ_CHECK(need(field(rb, "bessel_freq"), file, "radial_basis.bessel_freq"));
-    FNQ_CHECK(fnq__fnqm_array_get(a, "radial_basis.bessel_freq", field(rb, "bessel_freq"), 1,
+    FNQ_CHECK(fnq__fnqm_need(fnq__fnqm_field(rb, "bessel_freq"), file, "radial_basis.bessel_freq"));
+    FNQ_CHECK(fnq__fnqm_array_get(a, "radial_basis.bessel_freq", fnq__fnqm_field(rb, "bessel_freq"), 1,
                                   shape, &m->bessel_freq));
 
-    const cJSON *sh = field(h, "spherical_harmonics");
-    FNQ_CHECK(need(sh, file, "spherical_harmonics"));
-    FNQ_CHECK(get_int(field(sh, "lmax"), file, "spherical_harmonics.lmax", 0, FNQ_MAX_L,
+    const cJSON *sh = fnq__fnqm_field(h, "spherical_harmonics");
+    FNQ_CHECK(fnq__fnqm_need(sh, file, "spherical_harmonics"));
+    FNQ_CHECK(fnq__fnqm_int(fnq__fnqm_field(sh, "lmax"), file, "spherical_harmonics.lmax", 0, FNQ_MAX_L,
                       &m->lmax_sh));
-    const cJSON *par = field(sh, "parity");
+    const cJSON *par = fnq__fnqm_field(sh, "parity");
     if (!cJSON_IsString(par) ||
         (strcmp(par->valuestring, "natural") != 0 && strcmp(par->valuestring, "even") != 0))
         return fnq__fail(FNQ_STATUS_FORMAT,
@@ -295,8 +217,8 @@ static enum fnq_status read_embedding(const cJSON *h, const struct fnqm_arrays *
                                       struct fnq_model *m)
 {
     const char *file = a->file;
-    const cJSON *e = field(h, "embedding");
-    FNQ_CHECK(need(e, file, "embedding"));
+    const cJSON *e = fnq__fnqm_field(h, "embedding");
+    FNQ_CHECK(fnq__fnqm_need(e, file, "embedding"));
     FNQ_CHECK(get_irreps(e, "irreps", file, "embedding.irreps", &m->embed_irreps));
     for (int32_t b = 0; b < m->embed_irreps.n_blocks; b++)
         if (m->embed_irreps.block[b].l != 0)
@@ -304,8 +226,8 @@ static enum fnq_status read_embedding(const cJSON *h, const struct fnqm_arrays *
                              "%s: header field 'embedding.irreps' must hold scalars only (l = 0)",
                              file);
     int64_t shape[2] = {m->n_species, m->embed_irreps.dim};
-    FNQ_CHECK(need(field(e, "weights"), file, "embedding.weights"));
-    return fnq__fnqm_array_get(a, "embedding.weights", field(e, "weights"), 2, shape, &m->embed);
+    FNQ_CHECK(fnq__fnqm_need(fnq__fnqm_field(e, "weights"), file, "embedding.weights"));
+    return fnq__fnqm_array_get(a, "embedding.weights", fnq__fnqm_field(e, "weights"), 2, shape, &m->embed);
 }
 
 static enum fnq_status read_paths(const cJSON *list, const char *file, const char *lp,
@@ -331,11 +253,11 @@ static enum fnq_status read_paths(const cJSON *list, const char *file, const cha
                            path);
             break;
         }
-        if ((st = get_int(cJSON_GetArrayItem(t, 0), file, path, 0, L->in.n_blocks - 1,
+        if ((st = fnq__fnqm_int(cJSON_GetArrayItem(t, 0), file, path, 0, L->in.n_blocks - 1,
                           &spec[p].in_block)) != FNQ_STATUS_OK ||
-            (st = get_int(cJSON_GetArrayItem(t, 1), file, path, 0, lmax_sh, &spec[p].l_sh)) !=
+            (st = fnq__fnqm_int(cJSON_GetArrayItem(t, 1), file, path, 0, lmax_sh, &spec[p].l_sh)) !=
                 FNQ_STATUS_OK ||
-            (st = get_int(cJSON_GetArrayItem(t, 2), file, path, 0, L->mid.n_blocks - 1,
+            (st = fnq__fnqm_int(cJSON_GetArrayItem(t, 2), file, path, 0, L->mid.n_blocks - 1,
                           &spec[p].mid_block)) != FNQ_STATUS_OK)
             break;
         const struct fnq_irrep_block *bi = &L->in.block[spec[p].in_block];
@@ -367,8 +289,8 @@ static enum fnq_status read_radial(const cJSON *r, const struct fnqm_arrays *a, 
     const char *file = a->file;
     char path[160];
     snprintf(path, sizeof(path), "%s.radial_mlp", lp);
-    FNQ_CHECK(need(r, file, path));
-    const cJSON *ws = field(r, "weights");
+    FNQ_CHECK(fnq__fnqm_need(r, file, path));
+    const cJSON *ws = fnq__fnqm_field(r, "weights");
     if (!cJSON_IsArray(ws) || cJSON_GetArraySize(ws) < 1 ||
         cJSON_GetArraySize(ws) > FNQ_MAX_MLP_LAYERS)
         return fnq__fail(FNQ_STATUS_FORMAT,
@@ -414,16 +336,16 @@ static enum fnq_status read_gate(const cJSON *list, const char *file, const char
         struct fnq_gate_out *go = &L->gate[k];
         char path[160], sub[192];
         snprintf(path, sizeof(path), "%s.gate[%d]", lp, k);
-        const cJSON *src = field(g, "source"), *gate = field(g, "gate");
+        const cJSON *src = fnq__fnqm_field(g, "source"), *gate = fnq__fnqm_field(g, "gate");
         snprintf(sub, sizeof(sub), "%s.source", path);
         if (!cJSON_IsArray(src) || cJSON_GetArraySize(src) != 2)
             return fnq__fail(FNQ_STATUS_FORMAT,
                              "%s: header field '%s' must be [gate-input block, first channel]",
                              file, sub);
-        FNQ_CHECK(get_int(cJSON_GetArrayItem(src, 0), file, sub, 0, L->conv.n_blocks - 1,
+        FNQ_CHECK(fnq__fnqm_int(cJSON_GetArrayItem(src, 0), file, sub, 0, L->conv.n_blocks - 1,
                           &go->src_block));
         const struct fnq_irrep_block *sb = &L->conv.block[go->src_block];
-        FNQ_CHECK(get_int(cJSON_GetArrayItem(src, 1), file, sub, 0, sb->mul - ob->mul,
+        FNQ_CHECK(fnq__fnqm_int(cJSON_GetArrayItem(src, 1), file, sub, 0, sb->mul - ob->mul,
                           &go->src_chan));
         if (sb->l != ob->l)
             return fnq__fail(FNQ_STATUS_FORMAT,
@@ -440,14 +362,14 @@ static enum fnq_status read_gate(const cJSON *list, const char *file, const char
                 return fnq__fail(FNQ_STATUS_FORMAT,
                                  "%s: header field '%s' must be [gate-input block, first channel]",
                                  file, sub);
-            FNQ_CHECK(get_int(cJSON_GetArrayItem(gate, 0), file, sub, 0, L->conv.n_blocks - 1,
+            FNQ_CHECK(fnq__fnqm_int(cJSON_GetArrayItem(gate, 0), file, sub, 0, L->conv.n_blocks - 1,
                               &go->gate_block));
             const struct fnq_irrep_block *gb = &L->conv.block[go->gate_block];
             if (gb->l != 0)
                 return fnq__fail(FNQ_STATUS_FORMAT,
                                  "%s: header field '%s': gates must come from a scalar block",
                                  file, sub);
-            FNQ_CHECK(get_int(cJSON_GetArrayItem(gate, 1), file, sub, 0, gb->mul - ob->mul,
+            FNQ_CHECK(fnq__fnqm_int(cJSON_GetArrayItem(gate, 1), file, sub, 0, gb->mul - ob->mul,
                               &go->gate_chan));
             snprintf(sub, sizeof(sub), "%s.gate_activation", path);
             FNQ_CHECK(get_activation(g, "gate_activation", file, sub, &go->gate_act));
@@ -474,21 +396,21 @@ static enum fnq_status read_layer(const cJSON *j, const struct fnqm_arrays *a, i
                          "%s: header field '%s.irreps_in' differs from the %s",
                          file, lp, i == 0 ? "embedding irreps" : "previous layer's irreps_out");
 
-    FNQ_CHECK(need(field(j, "linear_1"), file, SUB("linear_1")));
-    FNQ_CHECK(read_linear(a, field(j, "linear_1"), SUB("linear_1"), &L->in, &L->in,
+    FNQ_CHECK(fnq__fnqm_need(fnq__fnqm_field(j, "linear_1"), file, SUB("linear_1")));
+    FNQ_CHECK(read_linear(a, fnq__fnqm_field(j, "linear_1"), SUB("linear_1"), &L->in, &L->in,
                           m->n_species, &L->linear_1));
-    FNQ_CHECK(read_per_species(a, j, "sender_scale", SUB("sender_scale"), m->n_species,
+    FNQ_CHECK(fnq__fnqm_per_species(a, j, "sender_scale", SUB("sender_scale"), m->n_species,
                                &L->sender_scale));
-    FNQ_CHECK(read_paths(field(j, "tensor_product"), file, lp, L, m->lmax_sh, sh_natural));
-    FNQ_CHECK(read_radial(field(j, "radial_mlp"), a, lp, m->n_basis, L));
-    FNQ_CHECK(need(field(j, "linear_2"), file, SUB("linear_2")));
-    FNQ_CHECK(read_linear(a, field(j, "linear_2"), SUB("linear_2"), &L->mid, &L->conv,
+    FNQ_CHECK(read_paths(fnq__fnqm_field(j, "tensor_product"), file, lp, L, m->lmax_sh, sh_natural));
+    FNQ_CHECK(read_radial(fnq__fnqm_field(j, "radial_mlp"), a, lp, m->n_basis, L));
+    FNQ_CHECK(fnq__fnqm_need(fnq__fnqm_field(j, "linear_2"), file, SUB("linear_2")));
+    FNQ_CHECK(read_linear(a, fnq__fnqm_field(j, "linear_2"), SUB("linear_2"), &L->mid, &L->conv,
                           m->n_species, &L->linear_2));
-    if (field(j, "self_connection"))
-        FNQ_CHECK(read_linear(a, field(j, "self_connection"), SUB("self_connection"), &L->in,
+    if (fnq__fnqm_field(j, "self_connection"))
+        FNQ_CHECK(read_linear(a, fnq__fnqm_field(j, "self_connection"), SUB("self_connection"), &L->in,
                               &L->conv, m->n_species, &L->self_conn));
-    FNQ_CHECK(read_gate(field(j, "gate"), file, lp, L));
-    const cJSON *res = field(j, "resnet");
+    FNQ_CHECK(read_gate(fnq__fnqm_field(j, "gate"), file, lp, L));
+    const cJSON *res = fnq__fnqm_field(j, "resnet");
     if (res && !cJSON_IsBool(res))
         return fnq__fail(FNQ_STATUS_FORMAT, "%s: header field '%s' is not true/false", file,
                          SUB("resnet"));
@@ -506,9 +428,9 @@ static enum fnq_status read_readout(const cJSON *h, const struct fnqm_arrays *a,
                                     struct fnq_model *m)
 {
     const char *file = a->file;
-    const cJSON *r = field(h, "readout");
-    FNQ_CHECK(need(r, file, "readout"));
-    const cJSON *irr = field(r, "irreps"), *ws = field(r, "weights");
+    const cJSON *r = fnq__fnqm_field(h, "readout");
+    FNQ_CHECK(fnq__fnqm_need(r, file, "readout"));
+    const cJSON *irr = fnq__fnqm_field(r, "irreps"), *ws = fnq__fnqm_field(r, "weights");
     if (!cJSON_IsArray(ws) || cJSON_GetArraySize(ws) < 1 || cJSON_GetArraySize(ws) > 4 ||
         !cJSON_IsArray(irr) || cJSON_GetArraySize(irr) != cJSON_GetArraySize(ws) + 1)
         return fnq__fail(FNQ_STATUS_FORMAT,
@@ -551,82 +473,42 @@ static enum fnq_status read_readout(const cJSON *h, const struct fnqm_arrays *a,
 
 /* Optional "pair_potential": {"kind": "zbl", "atomic_numbers": [Z per species],
  * "coulomb_constant": k_e, "cutoff": r, "polynomial_p": p} (docs/model-format.md). */
-static enum fnq_status read_pair_potential(const cJSON *h, const char *file, struct fnq_model *m)
-{
-    const cJSON *pp = field(h, "pair_potential");
-    m->pair.kind = FNQ_PAIR_NONE;
-    if (!pp)
-        return FNQ_STATUS_OK;
-    const cJSON *kind = field(pp, "kind");
-    if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "zbl") != 0)
-        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                         "%s: header field 'pair_potential.kind' must be \"zbl\" (the only pair "
-                         "term this build knows)",
-                         file);
-    struct fnq_pair_potential *p = &m->pair;
-    FNQ_CHECK(get_number(pp, "coulomb_constant", file, "pair_potential.coulomb_constant",
-                         &p->coulomb));
-    FNQ_CHECK(get_number(pp, "cutoff", file, "pair_potential.cutoff", &p->cutoff));
-    FNQ_CHECK(get_number(pp, "polynomial_p", file, "pair_potential.polynomial_p", &p->poly_p));
-    if (!(p->coulomb > 0.0) || !(p->cutoff > 0.0) || p->cutoff > m->cutoff || !(p->poly_p >= 1.0))
-        return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: header field 'pair_potential' needs coulomb_constant > 0, 0 < cutoff "
-                         "<= the model's cutoff (%g) and polynomial_p >= 1",
-                         file, m->cutoff);
-    const cJSON *zs = field(pp, "atomic_numbers");
-    if (!cJSON_IsArray(zs) || cJSON_GetArraySize(zs) != m->n_species)
-        return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: header field 'pair_potential.atomic_numbers' must list one atomic "
-                         "number per species (%d)",
-                         file, m->n_species);
-    p->charge = calloc((size_t)m->n_species, sizeof(double));
-    if (!p->charge)
-        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
-    for (int32_t t = 0; t < m->n_species; t++) {
-        char path[64];
-        int32_t z = 0;
-        snprintf(path, sizeof(path), "pair_potential.atomic_numbers[%d]", t);
-        FNQ_CHECK(get_int(cJSON_GetArrayItem(zs, t), file, path, 1, 118, &z));
-        p->charge[t] = z;
-    }
-    p->kind = FNQ_PAIR_ZBL;
-    return FNQ_STATUS_OK;
-}
-
 enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
                                 struct fnq_model *m)
 {
     const char *file = a->file;
     int32_t version = 0;
-    FNQ_CHECK(get_int(field(h, "version"), file, "version", 0, 1 << 30, &version));
+    FNQ_CHECK(fnq__fnqm_int(fnq__fnqm_field(h, "version"), file, "version", 0, 1 << 30, &version));
     if (version != FNQM_VERSION)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "%s: .fnqm format version %d; this build of fusednequip reads version "
                          "%d",
                          file, version, FNQM_VERSION);
-    /* an architecture other than NequIP's message passing (absent: NequIP) is converted but
-     * not evaluated yet: refused by name rather than read as something else */
-    const cJSON *arch = field(h, "architecture");
+    /* the architecture (absent: NequIP's message passing); another is refused by name rather
+     * than read as something else */
+    const cJSON *arch = fnq__fnqm_field(h, "architecture");
+    if (cJSON_IsString(arch) && !strcmp(arch->valuestring, "allegro"))
+        return fnq__allegro_build(h, a, m);
     if (arch && !(cJSON_IsString(arch) && !strcmp(arch->valuestring, "nequip")))
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "%s: a model of architecture '%s'; this version of fusednequip "
-                         "evaluates NequIP-family message-passing models (Nequix, NequIP) only",
+                         "evaluates NequIP-family models (Nequix, NequIP) and Allegro",
                          file, cJSON_IsString(arch) ? arch->valuestring : "(not a string)");
-    const cJSON *fam = field(h, "family"), *notes = field(h, "notes");
+    const cJSON *fam = fnq__fnqm_field(h, "family"), *notes = fnq__fnqm_field(h, "notes");
     snprintf(m->family, sizeof(m->family), "%s", cJSON_IsString(fam) ? fam->valuestring : "fnqm");
     if (cJSON_IsString(notes))
         snprintf(m->notes, sizeof(m->notes), "%s", notes->valuestring);
-    const cJSON *np = field(h, "num_parameters");
+    const cJSON *np = fnq__fnqm_field(h, "num_parameters");
     m->n_params = cJSON_IsNumber(np) && np->valuedouble >= 0 && np->valuedouble <= 9e15
                       ? (int64_t)np->valuedouble
                       : a->n_values;
 
     int32_t sh_natural = 1;
-    FNQ_CHECK(read_species(h, file, m));
+    FNQ_CHECK(fnq__fnqm_species(h, file, m));
     FNQ_CHECK(read_geometry(h, a, m, &sh_natural));
     FNQ_CHECK(read_embedding(h, a, m));
 
-    const cJSON *layers = field(h, "layers");
+    const cJSON *layers = fnq__fnqm_field(h, "layers");
     if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) < 1 ||
         cJSON_GetArraySize(layers) > 64)
         return fnq__fail(FNQ_STATUS_FORMAT,
@@ -639,9 +521,9 @@ enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
         FNQ_CHECK(read_layer(cJSON_GetArrayItem(layers, i), a, i,
                              i == 0 ? &m->embed_irreps : &m->layers[i - 1].out, sh_natural, m));
     FNQ_CHECK(read_readout(h, a, m));
-    FNQ_CHECK(read_per_species(a, h, "energy_scale", "energy_scale", m->n_species,
+    FNQ_CHECK(fnq__fnqm_per_species(a, h, "energy_scale", "energy_scale", m->n_species,
                                &m->energy_scale));
-    FNQ_CHECK(read_per_species(a, h, "energy_shift", "energy_shift", m->n_species,
+    FNQ_CHECK(fnq__fnqm_per_species(a, h, "energy_shift", "energy_shift", m->n_species,
                                &m->energy_shift));
-    return read_pair_potential(h, file, m);
+    return fnq__fnqm_pair_potential(h, file, m);
 }

@@ -28,7 +28,10 @@ enum fnq_act {
     FNQ_ACT_TANH = 2,
     FNQ_ACT_SSP = 3, /* softplus(x) - log(2) */
     FNQ_ACT_ABS = 4,
-    FNQ_ACT_SIGMOID = 5
+    FNQ_ACT_SIGMOID = 5,
+    FNQ_ACT_MISH = 6,     /* x tanh(softplus(x)) (Allegro) */
+    FNQ_ACT_GELU = 7,     /* exact: x Phi(x), Phi the normal CDF (Allegro) */
+    FNQ_ACT_SOFTPLUS = 8  /* log(1 + e^x) (Allegro) */
 };
 
 /* act(x) * scale; scale carries e3nn's second-moment normalisation where the model uses it */
@@ -180,7 +183,13 @@ struct fnq_pair_potential {
     double poly_p;   /* envelope exponent */
     double coulomb;  /* k_e = e^2 / (4 pi eps0) in the model's units (metal: 14.399645 eV A) */
     double *charge;  /* [n_species] Z of each species (ZBL) */
+    /* Allegro's per-edge-type cutoffs [n_types][n_types] (centre, neighbour) for the envelope,
+     * or NULL: `cutoff` for every pair (borrowed from struct fnq_allegro) */
+    const double *cutoff_by_type;
+    int32_t n_types;
 };
+
+struct fnq_allegro; /* allegro.h */
 
 struct fnq_model {
     char family[16]; /* "nequix" | "nequip" */
@@ -211,6 +220,10 @@ struct fnq_model {
     double *energy_scale; /* [n_species]: E_i = scale[t] * e_i + shift[t] */
     double *energy_shift; /* [n_species] */
     struct fnq_pair_potential pair; /* kind FNQ_PAIR_NONE: none */
+
+    /* Allegro (allegro.h): the model is not message passing; n_layers is 0 and the fields
+     * above that describe NequIP's layers are unused. NULL for Nequix and NequIP models. */
+    struct fnq_allegro *allegro;
 
     /* Extra strings shown by `fusednequip info` (training set, hyperparameters, ...) */
     char notes[2048];

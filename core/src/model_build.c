@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allegro.h"
 #include "cg.h"
 #include "model.h"
 #include "sh.h"
@@ -53,6 +54,7 @@ void fnq__model_release(struct fnq_model *m)
     free(m->energy_scale);
     free(m->energy_shift);
     free(m->pair.charge);
+    fnq__allegro_release(m->allegro);
     free(m);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "allegro.h"
 #include "fnqm.h"
 #include "nqx.h"
 #include "status.h"
@@ -257,8 +258,16 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
     } while (0)
     PUT("model: %s\nfamily: %s\nparameters: %lld\ncutoff: %.10g A\nlayers: %d\n", m->source,
         m->family, (long long)m->n_params, m->cutoff, m->n_layers);
-    PUT("radial basis: %d Bessel functions\nspherical harmonics: l <= %d\n", m->n_basis,
-        m->lmax_sh);
+    if (m->allegro) {
+        const struct fnq_allegro *al = m->allegro;
+        PUT("architecture: Allegro (strictly local), %d layers, %d scalar and %d tensor "
+            "features%s\nradial basis: %d Bessel functions\nspherical harmonics: l <= %d\n",
+            al->n_layers, al->n_scalar, al->n_tensor,
+            al->cut_by_type ? ", per-edge-type cutoffs" : "", al->n_basis, m->lmax_sh);
+    } else {
+        PUT("radial basis: %d Bessel functions\nspherical harmonics: l <= %d\n", m->n_basis,
+            m->lmax_sh);
+    }
     for (int32_t i = 0; i < m->n_layers; i++) {
         const struct fnq_layer *L = &m->layers[i];
         char a[512], b[512], c[512];

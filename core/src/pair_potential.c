@@ -7,7 +7,8 @@
  * ZBL as nequip evaluates it (nequip.nn.pair_potential.ZBL): LAMMPS pair_zbl's universal
  * screening function psi(x) = sum_k c_k exp(d_k x) with x = r (Zi^0.23 + Zj^0.23) / a0, the
  * Coulomb energy k_e Zi Zj / r, and nequip's polynomial envelope over the whole cutoff
- * (not LAMMPS' inner/outer switching). Half of each pair on each of its two directed edges.
+ * (not LAMMPS' inner/outer switching), or over the edge type's cutoff (Allegro's
+ * per_edge_type_cutoff). Half of each pair on each of its two directed edges.
  */
 #include <math.h>
 
@@ -31,10 +32,11 @@ static void zbl_edge(const struct fnq_pair_potential *pp, int32_t ti, int32_t tj
     }
     const double q = 0.5 * pp->coulomb * zi * zj; /* half the pair on each directed edge */
     const double v = q * psi / r, dv = q * (dpsi / r - psi / (r * r));
+    const double rc = pp->cutoff_by_type ? pp->cutoff_by_type[ti * pp->n_types + tj] : pp->cutoff;
     double f, df;
-    fnq__poly_envelope(pp->poly_p, r / pp->cutoff, &f, &df);
+    fnq__poly_envelope(pp->poly_p, r / rc, &f, &df);
     *e = v * f;
-    *de_dr = dv * f + v * df / pp->cutoff;
+    *de_dr = dv * f + v * df / rc;
 }
 
 static void edge_term(const struct fnq_pair_potential *pp, const struct fnq_graph *g, int64_t e,

@@ -1,9 +1,8 @@
 """Allegro models in the .fnqm format (docs/model-format.md, "Allegro"): each fixture of
 tests/fixtures/allegro written as .fnqm and read back gives the same arrays, bit for bit, and
 the numpy reference evaluating what was read back gives nequip-allegro's own float64 outputs;
-the converter writes such a file from the committed checkpoints (where nequip-allegro is
-installed); and the C library refuses the file by its architecture, not as a broken NequIP
-file.
+and the converter writes such a file from the committed checkpoints (where nequip-allegro is
+installed). The library's engine on these files: test_allegro_engine.py.
 """
 import glob
 import json
@@ -46,16 +45,6 @@ def test_round_trip_equals_nequip_allegro(npz, tmp_path):
         assert cfg2[k] == cfg[k], k
     ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
     check_allegro_cases(R, cfg2, arrays2, ref, FIXTURES)
-
-
-def test_library_refuses_by_architecture(tmp_path):
-    from fusednequip import Model
-    from fusednequip.errors import FusedNequipError
-    cfg, arrays = R.load_npz(WEIGHTS[0])
-    path = tmp_path / "allegro.fnqm"
-    to_fnqm(cfg, arrays).write(path)
-    with pytest.raises(FusedNequipError, match="architecture 'allegro'"):
-        Model(str(path))
 
 
 CKPTS = sorted(glob.glob(os.path.join(FIXTURES, "*.ckpt")))

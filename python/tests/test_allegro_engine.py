@@ -1,0 +1,95 @@
+"""The library's Allegro engine (core/src/allegro_eval.inc) against nequip-allegro's own
+float64 outputs (tests/fixtures/allegro, made by nequip-allegro itself): each fixture written
+as .fnqm and evaluated through FusedNequIPCalculator on the CPU gives nequip-allegro's energy,
+per-atom energies, forces and stress to 1e-10 relative in float64 and 1e-5 in float32
+(relative: max |ours - nequip| / max |nequip| per quantity); the forces are the negative
+gradient of the energy (finite differences), translation and rotation leave the energy alone,
+and a CUDA context is refused by name (no GPU engine yet) while device auto runs on the CPU.
+"""
+import glob
+import json
+import os
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("ase.io")
+from ase.io import read  # noqa: E402
+
+from compare import rel  # noqa: E402
+from fusednequip import FusedNequIPCalculator, Model  # noqa: E402
+from fusednequip.convert.allegro_fnqm import to_fnqm  # noqa: E402
+
+from fusednequip import allegro_reference as R  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "..", "tests", "fixtures", "allegro")
+WEIGHTS = sorted(glob.glob(os.path.join(FIXTURES, "*.weights.npz")))
+TOL = {"float64": 1e-10, "float32": 1e-5}
+
+
+def _name(p):
+    return os.path.basename(p).split(".")[0]
+
+
+def _model(npz, tmp_path):
+    cfg, arrays = R.load_npz(npz)
+    path = tmp_path / (_name(npz) + ".fnqm")
+    to_fnqm(cfg, arrays).write(path)
+    return Model(str(path))
+
+
+def test_fixtures_present():
+    assert len(WEIGHTS) >= 3, f"Allegro fixture weights missing in {FIXTURES}"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
+def test_engine_equals_nequip_allegro(npz, dtype, tmp_path):
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    assert model.family == "allegro" and model.species == ref["type_names"]
+    calc = FusedNequIPCalculator(model, device="cpu", dtype=dtype)
+    tol = TOL[dtype]
+    for case, want in ref["cases"].items():
+        atoms = read(os.path.join(FIXTURES, want["xyz"]))
+        atoms.calc = calc
+        assert rel(atoms.get_potential_energy(), want["energy"]) <= tol, case
+        assert rel(atoms.get_potential_energies(), want["energies"]) <= tol, case
+        assert rel(atoms.get_forces(), want["forces"]) <= tol, case
+        if "stress" in want:
+            s = np.array(want["stress"])  # nequip: 3x3, the sign of ASE's stress
+            voigt = [s[0, 0], s[1, 1], s[2, 2], s[1, 2], s[0, 2], s[0, 1]]
+            assert rel(atoms.get_stress(), voigt) <= tol, case
+
+
+@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
+def test_forces_are_the_energy_gradient_and_invariant(npz, tmp_path):
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    atoms = read(os.path.join(FIXTURES, ref["cases"]["molecule"]["xyz"]))
+    atoms.calc = FusedNequIPCalculator(model, device="cpu", dtype="float64")
+    e0, f = atoms.get_potential_energy(), atoms.get_forces()
+    h = 1e-5
+    for a in range(len(atoms)):
+        for k in range(3):
+            p = atoms.positions.copy()
+            atoms.positions[a, k] += h
+            ep = atoms.get_potential_energy()
+            atoms.positions[a, k] -= 2 * h
+            em = atoms.get_potential_energy()
+            atoms.positions = p
+            assert abs(-(ep - em) / (2 * h) - f[a, k]) < 1e-6 * max(1.0, abs(f).max()), (a, k)
+    rot = np.linalg.qr(np.random.default_rng(3).normal(size=(3, 3)))[0]
+    atoms.positions = atoms.positions @ rot.T + np.array([0.3, -1.1, 2.0])
+    assert abs(atoms.get_potential_energy() - e0) < 1e-10 * max(1.0, abs(e0))
+    assert rel(atoms.get_forces(), f @ rot.T) < 1e-10
+
+
+def test_cuda_is_refused_by_name(tmp_path):
+    from fusednequip import Context
+    from fusednequip.errors import FusedNequipError
+    model = _model(WEIGHTS[0], tmp_path)
+    with pytest.raises(FusedNequipError, match="Allegro"):
+        Context(model, device="cuda", dtype="float32")
+    assert Context(model, device="auto").device == "cpu"
