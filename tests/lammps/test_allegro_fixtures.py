@@ -1,0 +1,66 @@
+"""Every Allegro fixture model (tests/fixtures/allegro, made by nequip-allegro itself), written
+as .fnqm from its weights and run through pair_style fusednequip, equals nequip-allegro's own
+float64 outputs on each of its structures: energy, per-atom energies (compute pe/atom) and
+forces, plus the virial (compute pressure) and the sum of the per-atom virials (compute
+stress/atom) on the periodic cells; to 1e-10 relative in float64 and 1e-5 in float32, on the
+CPU. The periodic float64 cases also run on 2 and 4 MPI ranks: Allegro is strictly local, so
+LAMMPS' own ghost atoms are all it needs (no per-layer exchange), and the forces on ghosts go
+back to their owners through LAMMPS' reverse communication.
+
+Structures: a periodic triclinic cell, a cell shorter than the cutoff, a molecule (boundary
+f f f in a box around it) and a periodic cell with two atoms 0.6-1.0 A apart (ZBL in one model).
+Relative: max |LAMMPS - nequip-allegro| over the components divided by max |nequip-allegro|.
+"""
+import glob
+import json
+import os
+import sys
+import tempfile
+
+from fixture_cases import compare, lammps_case
+from lmputil import Checker, single_point
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "allegro")
+TOL = {"float64": 1e-10, "float32": 1e-5}
+
+
+def write_fnqm(npz, path):
+    """the fixture's weights as a .fnqm file (numpy, through the package's converter)"""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    try:
+        from fusednequip.allegro_reference import load_npz
+        from fusednequip.convert.allegro_fnqm import to_fnqm
+    except ImportError as e:  # numpy or the library missing: nothing to compare
+        print(f"SKIP: cannot write the Allegro fixtures as .fnqm ({e})")
+        sys.exit(77)
+    to_fnqm(*load_npz(npz)).write(path)
+
+
+def main():
+    c = Checker("LAMMPS vs nequip-allegro fixtures (cpu)")
+    weights = sorted(glob.glob(os.path.join(FIXTURES, "*.weights.npz")))
+    c.check(len(weights) >= 3, f"expected 3 Allegro fixture models in {FIXTURES}, found "
+                               f"{len(weights)}")
+    with tempfile.TemporaryDirectory() as models:
+        for npz in weights:
+            name = os.path.basename(npz).split(".")[0]
+            model = os.path.join(models, name + ".fnqm")
+            write_fnqm(npz, model)
+            ref = json.load(open(os.path.join(FIXTURES, name + ".json")))
+            for case, want in sorted(ref["cases"].items()):
+                s, boundary, expect = lammps_case(os.path.join(FIXTURES, want["xyz"]), want)
+                runs = [(dtype, 1) for dtype in TOL]
+                if boundary == "p p p":
+                    runs += [("float64", 2), ("float64", 4)]
+                for dtype, ranks in runs:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        got = single_point(tmp, s, ref["type_names"], nprocs=ranks, model=model,
+                                           style_args=f"dtype {dtype} device cpu",
+                                           boundary=boundary)
+                    compare(c, f"{name} {case} {dtype} {ranks} rank(s)", got, expect,
+                            TOL[dtype], source="nequip-allegro")
+    c.finish()
+
+
+main()
