@@ -143,6 +143,8 @@ FNQ_API const char *fnq_default_model_dir(void);
 
 FNQ_API double fnq_model_cutoff(const struct fnq_model *model);
 FNQ_API int32_t fnq_model_num_species(const struct fnq_model *model);
+/* Interaction layers (Allegro's too, which exchange nothing between them: its
+ * fnq_model_ghost_width is 0 for every layer). */
 FNQ_API int32_t fnq_model_num_layers(const struct fnq_model *model);
 FNQ_API int64_t fnq_model_num_params(const struct fnq_model *model);
 /* Chemical symbol ("Si") and atomic number of model species `index` (0-based). */
@@ -152,7 +154,7 @@ FNQ_API int32_t fnq_model_species_z(const struct fnq_model *model, int32_t index
 FNQ_API int32_t fnq_model_species_index(const struct fnq_model *model, const char *symbol);
 /* The file the model was loaded from. */
 FNQ_API const char *fnq_model_path(const struct fnq_model *model);
-/* "nequix" or "nequip" */
+/* "nequix", "nequip" or "allegro" */
 FNQ_API const char *fnq_model_family(const struct fnq_model *model);
 /* Per-atom feature width (values per atom) exchanged with ghost atoms before `layer`: the
  * widest row any backend exchanges (the CUDA rows are padded; callers size buffers by it). */

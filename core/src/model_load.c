@@ -209,7 +209,10 @@ void fnq_model_free(struct fnq_model *model) { fnq__model_release(model); }
 
 double fnq_model_cutoff(const struct fnq_model *m) { return m ? m->cutoff : 0.0; }
 int32_t fnq_model_num_species(const struct fnq_model *m) { return m ? m->n_species : 0; }
-int32_t fnq_model_num_layers(const struct fnq_model *m) { return m ? m->n_layers : 0; }
+int32_t fnq_model_num_layers(const struct fnq_model *m)
+{
+    return !m ? 0 : m->allegro ? m->allegro->n_layers : m->n_layers;
+}
 int64_t fnq_model_num_params(const struct fnq_model *m) { return m ? m->n_params : 0; }
 const char *fnq_model_family(const struct fnq_model *m) { return m ? m->family : ""; }
 const char *fnq_model_path(const struct fnq_model *m) { return m ? m->source : ""; }
@@ -257,12 +260,12 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
             n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);                               \
     } while (0)
     PUT("model: %s\nfamily: %s\nparameters: %lld\ncutoff: %.10g A\nlayers: %d\n", m->source,
-        m->family, (long long)m->n_params, m->cutoff, m->n_layers);
+        m->family, (long long)m->n_params, m->cutoff, fnq_model_num_layers(m));
     if (m->allegro) {
         const struct fnq_allegro *al = m->allegro;
-        PUT("architecture: Allegro (strictly local), %d layers, %d scalar and %d tensor "
+        PUT("architecture: Allegro (strictly local: no ghost exchange), %d scalar and %d tensor "
             "features%s\nradial basis: %d Bessel functions\nspherical harmonics: l <= %d\n",
-            al->n_layers, al->n_scalar, al->n_tensor,
+            al->n_scalar, al->n_tensor,
             al->cut_by_type ? ", per-edge-type cutoffs" : "", al->n_basis, m->lmax_sh);
     } else {
         PUT("radial basis: %d Bessel functions\nspherical harmonics: l <= %d\n", m->n_basis,

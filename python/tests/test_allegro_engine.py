@@ -93,3 +93,26 @@ def test_cuda_is_refused_by_name(tmp_path):
     with pytest.raises(FusedNequipError, match="Allegro"):
         Context(model, device="cuda", dtype="float32")
     assert Context(model, device="auto").device == "cpu"
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda h: h.update(num_tensor_features=h["num_tensor_features"] + 1), "tensor_embed"),
+    (lambda h: h["layers"][0]["paths"].append([0, 9, 0]), "layers[0].paths"),
+    (lambda h: h["layers"][-1].update(irreps_out="1x0e+1x1o"), "layers[%d].irreps_out"),
+    (lambda h: h["edge_readout"].update(activation="swish"), "edge_readout.activation"),
+    (lambda h: h.pop("env_sum_norm"), "env_sum_norm"),
+])
+def test_bad_header_is_refused_by_field(edit, named, tmp_path):
+    """an Allegro header that does not fit its arrays or the math is refused, the field named"""
+    from fusednequip.errors import FusedNequipError
+    cfg, arrays = R.load_npz(WEIGHTS[-1])
+    path = tmp_path / "model.fnqm"
+    to_fnqm(cfg, arrays).write(path)
+    first, rest = open(path, "rb").read().split(b"\n", 1)
+    header = json.loads(first)
+    edit(header)
+    path.write_bytes(json.dumps(header).encode() + b"\n" + rest)
+    if "%d" in named:
+        named = named % (len(header["layers"]) - 1)
+    with pytest.raises(FusedNequipError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        Model(str(path))
