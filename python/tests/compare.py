@@ -15,6 +15,18 @@ def rel(ours, ref):
     return np.abs(ours - ref).max() / np.abs(ref).max()
 
 
+def check_ase_case(atoms, want, tol, case):
+    """an ASE calculation of `atoms` against a reference case's energy, per-atom energies,
+    forces and (nequip's 3x3, the sign of ASE's) stress, each within `tol` relative"""
+    assert rel(atoms.get_potential_energy(), want["energy"]) <= tol, case
+    assert rel(atoms.get_potential_energies(), want["energies"]) <= tol, case
+    assert rel(atoms.get_forces(), want["forces"]) <= tol, case
+    if "stress" in want:
+        s = np.array(want["stress"])
+        voigt = [s[0, 0], s[1, 1], s[2, 2], s[1, 2], s[0, 2], s[0, 1]]
+        assert rel(atoms.get_stress(), voigt) <= tol, case
+
+
 def check_allegro_cases(reference, cfg, arrays, ref, fixtures):
     """The numpy Allegro reference on (cfg, arrays) against every case of a fixture's JSON
     `ref` (its structures in `fixtures`), within ALLEGRO_TOL"""

@@ -16,7 +16,7 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("ase.io")
 from ase.io import read  # noqa: E402
 
-from compare import rel  # noqa: E402
+from compare import check_ase_case, rel  # noqa: E402
 from fusednequip import FusedNequIPCalculator, Model  # noqa: E402
 from fusednequip.convert.allegro_fnqm import to_fnqm  # noqa: E402
 
@@ -54,13 +54,7 @@ def test_engine_equals_nequip_allegro(npz, dtype, tmp_path):
     for case, want in ref["cases"].items():
         atoms = read(os.path.join(FIXTURES, want["xyz"]))
         atoms.calc = calc
-        assert rel(atoms.get_potential_energy(), want["energy"]) <= tol, case
-        assert rel(atoms.get_potential_energies(), want["energies"]) <= tol, case
-        assert rel(atoms.get_forces(), want["forces"]) <= tol, case
-        if "stress" in want:
-            s = np.array(want["stress"])  # nequip: 3x3, the sign of ASE's stress
-            voigt = [s[0, 0], s[1, 1], s[2, 2], s[1, 2], s[0, 2], s[0, 1]]
-            assert rel(atoms.get_stress(), voigt) <= tol, case
+        check_ase_case(atoms, want, tol, case)
 
 
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
