@@ -108,4 +108,20 @@ cudaError_t assemble_launch(const AssembleArgs &a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
+__global__ void add_rows_kernel(double *dst, const double *src, int64_t n)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        dst[i] += src[i];
+}
+
+cudaError_t add_rows_launch(double *dst, const double *src, int64_t n, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    const int threads = 256;
+    add_rows_kernel<<<(unsigned)((n + threads - 1) / threads), threads, 0, stream>>>(dst, src, n);
+    return cudaGetLastError();
+}
+
 } // namespace fnqcu

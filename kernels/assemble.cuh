@@ -27,4 +27,8 @@ struct AssembleArgs {
 
 cudaError_t assemble_launch(const AssembleArgs &a, cudaStream_t stream);
 
+/* dst[i] += src[i] for i < n: the forces added into a caller's device array
+ * (fnq_ctx_compute_graph_repeat_device), in double as a host caller would add them */
+cudaError_t add_rows_launch(double *dst, const double *src, int64_t n, cudaStream_t stream);
+
 } // namespace fnqcu

@@ -55,8 +55,8 @@ __global__ void atom_inputs_kernel(int64_t n, const double *pos, const int32_t *
     if (i >= n)
         return;
     const double *r = pos + 3 * i;
-    if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]) || species[i] < 0 ||
-        species[i] >= n_species)
+    if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]) ||
+        (species && (species[i] < 0 || species[i] >= n_species)))
         atomicOr(bad, 1u);
 }
 

@@ -31,7 +31,7 @@ cudaError_t atom_limits_launch(const AtomLimitArgs<CountT> &a, void *tmp, size_t
                                cudaStream_t stream);
 
 /* *bad (zeroed here) becomes nonzero where an atom has a non-finite coordinate or a species
- * outside [0, n_species) */
+ * outside [0, n_species) (species may be NULL: positions only) */
 cudaError_t atom_inputs_launch(int64_t n, const double *pos, const int32_t *species,
                                int32_t n_species, unsigned int *bad, cudaStream_t stream);
 

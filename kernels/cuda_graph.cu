@@ -97,15 +97,15 @@ static enum fnq_status check_device_array(int device, const void *p, const char 
     cudaError_t e = cudaPointerGetAttributes(&at, p);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_compute_graph_device: %s: %s", what,
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "device array %s: %s", what,
                          cudaGetErrorString(e));
     }
     const bool here = at.type == cudaMemoryTypeDevice && at.device == device;
     if (here || at.type == cudaMemoryTypeManaged)
         return FNQ_STATUS_OK;
     return fnq__fail(FNQ_STATUS_INVALID_ARG,
-                     "fnq_ctx_compute_graph_device: %s is not memory of CUDA device %d (%s)", what,
-                     device,
+                     "%s is not memory of CUDA device %d (%s); a device array was expected",
+                     what, device,
                      at.type == cudaMemoryTypeDevice ? "it is another device's" : "host memory");
 }
 
@@ -120,8 +120,9 @@ enum fnq_status to_host(State<REAL> *s, void *dst, const void *src, size_t bytes
     return FNQ_STATUS_OK;
 }
 
-/* The caller's device positions and species checked where they are (atom_limits.cu): only a
- * flag comes back; on a failed check the context copies them to word the message */
+/* The caller's device positions and species (NULL: positions only) checked where they are
+ * (atom_limits.cu): only a flag comes back; on a failed check the context copies them to word
+ * the message */
 template <typename REAL>
 enum fnq_status check_inputs(State<REAL> *s, int64_t n, const double *pos,
                                     const int32_t *species, int32_t n_species, int *ok)
@@ -131,7 +132,8 @@ enum fnq_status check_inputs(State<REAL> *s, int64_t n, const double *pos,
         return FNQ_STATUS_OK;
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     FNQ_CHECK(check_device_array(s->device, pos, "positions"));
-    FNQ_CHECK(check_device_array(s->device, species, "species"));
+    if (species)
+        FNQ_CHECK(check_device_array(s->device, species, "species"));
     /* our stream does not wait for the legacy default stream, where the caller's work is */
     FNQ_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     FNQ_CHECK(ensure(s->limit_bad, 1, "input checks", &s->epoch));
@@ -216,6 +218,12 @@ static enum fnq_status edges_message(State<REAL> *s, const struct fnq_edge_input
         FNQ_CHECK(download_pairs(in, &h, &host));
     if (in->reuse_pairs)
         FNQ_CHECK(download_kept_pairs(s, in, &h, &host));
+    if (in->pos_on_device) {
+        h.pos.resize(3 * (size_t)in->n_all);
+        FNQ_CUDA_CHECK(cudaMemcpy(h.pos.data(), in->pos, sizeof(double) * h.pos.size(),
+                                  cudaMemcpyDeviceToHost));
+        host.pos = h.pos.data(), host.pos_on_device = 0;
+    }
     struct fnq_graph_buf tmp;
     memset(&tmp, 0, sizeof(tmp));
     return host_wording(fnq__graph_from_edges(&tmp, host.n_local, host.n_all, host.pos,
@@ -240,9 +248,11 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     const bool keep_rows = fnq__exchange_by_caller(x);
     const int64_t nm = fnq__graph_rows(nl, na, in->ghost_owner, keep_rows);
     const bool dev = in->on_device;
+    if (out->forces_add_device)
+        FNQ_CHECK(check_device_array(s->device, out->forces_add_device, "forces"));
     if (dev)
         FNQ_CHECK(check_device_pairs(s, in));
-    else
+    else if (!in->pos_on_device) /* device positions: checked on the device by the context */
         FNQ_CHECK(fnq__check_positions(na, in->pos));
     int *ep = &s->epoch;
     cudaStream_t st = s->stream;
@@ -270,7 +280,9 @@ enum fnq_status compute_edges(State<REAL> *s, const struct fnq_edge_input *in,
     FNQ_CHECK(ensure(s->pair_counts, 3 * nl, what, ep));
     FNQ_CHECK(ensure(s->pair_min_d2, nl + 1, what, ep));
     if (!dev)
-        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na, cudaMemcpyHostToDevice, st));
+        FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pos.p, in->pos, sizeof(double) * 3 * na,
+                                       in->pos_on_device ? cudaMemcpyDeviceToDevice
+                                                         : cudaMemcpyHostToDevice, st));
     if (!dev && !reuse) {
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_recv.p, in->recv, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));
         FNQ_CUDA_CHECK(cudaMemcpyAsync(s->pair_send.p, in->send, sizeof(int64_t) * np, cudaMemcpyHostToDevice, st));

@@ -334,6 +334,8 @@ enum fnq_status run_model(State<REAL> *s, int64_t nl, int64_t na, int64_t ne,
     if (out->forces)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(out->forces, s->forces.p, sizeof(double) * 3 * na,
                                        cudaMemcpyDeviceToHost, s->stream));
+    if (out->forces_add_device)
+        FNQ_CUDA_CHECK(add_rows_launch(out->forces_add_device, s->forces.p, 3 * na, s->stream));
     if (out->atom_energies)
         FNQ_CUDA_CHECK(cudaMemcpyAsync(out->atom_energies, s->atom_energy.p, sizeof(double) * nl,
                                        cudaMemcpyDeviceToHost, s->stream));

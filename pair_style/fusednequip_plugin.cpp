@@ -13,7 +13,13 @@
 #include "lammps.h"
 #include "lammpsplugin.h"
 #include "pair_fusednequip.h"
+#ifdef FNQ_LAMMPS_KOKKOS
+#include "pair_fusednequip_kokkos.h"
+#endif
 #include "version.h"
+
+#include <cstdlib>
+#include <cstring>
 
 using namespace LAMMPS_NS;
 
@@ -23,6 +29,15 @@ static Pair *fusednequip_creator(LAMMPS *lmp)
 {
   return new PairFusedNequip(lmp);
 }
+
+#ifdef FNQ_LAMMPS_KOKKOS
+// built against a KOKKOS LAMMPS: also the style `-sf kk` picks (pair_fusednequip_kokkos.h)
+static Pair *fusednequip_kokkos_creator(LAMMPS *lmp)
+{
+  return new PairFusedNequipKokkos(lmp);
+}
+static const char *const kokkos_names[] = {"fusednequip/kk", "fusednequip/kk/device"};
+#endif
 
 /* ---------------------------------------------------------------------- */
 
@@ -37,6 +52,17 @@ FNQ_EXPORT void lammpsplugin_init(void *lmp, void *handle, void *regfunc)
   plugin.creator.v1 = (lammpsplugin_factory1 *) &fusednequip_creator;
   plugin.handle = handle;
   (*(lammpsplugin_regfunc) regfunc)(&plugin, lmp);
+#ifdef FNQ_LAMMPS_KOKKOS
+  // FNQ_NO_KOKKOS_STYLE=1: `-sf kk` runs the plain style (to measure what /kk saves)
+  const char *plain_only = getenv("FNQ_NO_KOKKOS_STYLE");
+  if (plain_only && strcmp(plain_only, "1") == 0) return;
+  for (const char *name : kokkos_names) {
+    plugin.name = name;
+    plugin.info = "pair_style fusednequip on a KOKKOS LAMMPS' GPU arrays";
+    plugin.creator.v1 = (lammpsplugin_factory1 *) &fusednequip_kokkos_creator;
+    (*(lammpsplugin_regfunc) regfunc)(&plugin, lmp);
+  }
+#endif
 }
 
 /* ----------------------------------------------------------------------
@@ -46,5 +72,9 @@ FNQ_EXPORT void lammpsplugin_init(void *lmp, void *handle, void *regfunc)
 FNQ_EXPORT int fusednequip_register(void *lmp)
 {
   (*static_cast<LAMMPS *>(lmp)->force->pair_map)["fusednequip"] = &fusednequip_creator;
+#ifdef FNQ_LAMMPS_KOKKOS
+  for (const char *name : kokkos_names)
+    (*static_cast<LAMMPS *>(lmp)->force->pair_map)[name] = &fusednequip_kokkos_creator;
+#endif
   return 0;
 }

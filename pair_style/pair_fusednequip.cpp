@@ -283,19 +283,9 @@ void PairFusedNequip::compute(int eflag, int vflag)
   for (int i = 0; i < nall; i++)
     for (int k = 0; k < 3; k++) f[i][k] += d.forces[3 * i + k];
 
-  if (eflag_global) eng_vdwl += energy;
+  tally_global(energy, w);
   if (eflag_atom)
     for (int i = 0; i < nlocal; i++) eatom[i] += d.atom_energies[i];
-
-  // LAMMPS orders virials xx yy zz xy xz yz
-  if (vflag_global) {
-    virial[0] += w[0];
-    virial[1] += w[1];
-    virial[2] += w[2];
-    virial[3] += w[5];
-    virial[4] += w[4];
-    virial[5] += w[3];
-  }
   if (vflag_atom) {
     for (int i = 0; i < nall; i++) {
       const double *v = &d.atom_virial[6 * (size_t) i];
@@ -312,6 +302,56 @@ void PairFusedNequip::compute(int eflag, int vflag)
     d.t_prepare += std::chrono::duration<double>(t1 - t0).count();
     d.t_library += std::chrono::duration<double>(t2 - t1).count();
     d.t_tally += std::chrono::duration<double>(t3 - t2).count();
+    d.timed_steps++;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+
+void PairFusedNequip::tally_global(double energy, const double *w)
+{
+  if (eflag_global) eng_vdwl += energy;
+  // LAMMPS orders virials xx yy zz xy xz yz
+  if (vflag_global) {
+    virial[0] += w[0];
+    virial[1] += w[1];
+    virial[2] += w[2];
+    virial[3] += w[5];
+    virial[4] += w[4];
+    virial[5] += w[3];
+  }
+}
+
+/* ----------------------------------------------------------------------
+   a step on a KOKKOS LAMMPS' device arrays: between neighbour-list rebuilds, the library keeps
+   the pairs on the GPU, so only positions go in and forces come out, both where Kokkos keeps
+   them. Rebuild steps, per-atom tallies and LAMMPS' host exchange take compute() instead.
+------------------------------------------------------------------------- */
+
+bool PairFusedNequip::device_step_possible()
+{
+  const FusedNequipImpl &d = *impl;
+  const int nlocal = atom->nlocal, nall = nlocal + atom->nghost;
+  return d.ctx && fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA && d.pairs_sent && d.list_audited &&
+         neighbor->ago != 0 && nall == d.listed_nall && nlocal == d.listed_nlocal &&
+         !eflag_atom && !vflag_atom && d.exchange != "host" && (!d.halo || d.routed);
+}
+
+void PairFusedNequip::compute_device_step(const double *x_device, double *f_device)
+{
+  FusedNequipImpl &d = *impl;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point t0 = clock::now();
+  double energy = 0.0, w[6];
+  const enum fnq_status status =
+      fnq_ctx_compute_graph_repeat_device(d.ctx, x_device, f_device, &energy, w);
+  d.pairs_sent = status == FNQ_STATUS_OK;
+  if (status != FNQ_STATUS_OK)
+    stop_on_this_rank("Pair fusednequip on rank " + std::to_string(comm->me) + ": " +
+                      error_with_atom_ids(atom->nlocal + atom->nghost));
+  tally_global(energy, w);
+  if (d.timing) {
+    d.t_library += std::chrono::duration<double>(clock::now() - t0).count();
     d.timed_steps++;
   }
 }

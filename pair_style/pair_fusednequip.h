@@ -48,6 +48,13 @@ class PairFusedNequip : public Pair {
   // One layer's ghost exchange of `width` values per atom, called back by the library.
   void exchange_rows(void *rows, int width, bool single_precision, bool forward);
 
+  // Whether this step can run on a KOKKOS LAMMPS' device arrays (pair_fusednequip_kokkos.cpp):
+  // the pairs of the current neighbour list are on the GPU and nothing needs the host (no
+  // per-atom tallies, no exchange through LAMMPS' host communication). After ev_init.
+  bool device_step_possible();
+  // That step: positions read and forces added where LAMMPS keeps them on the GPU.
+  void compute_device_step(const double *x_device, double *f_device);
+
  protected:
   FusedNequipImpl *impl;
 
@@ -63,6 +70,7 @@ class PairFusedNequip : public Pair {
   std::string error_with_atom_ids(int nall);
   void audit_neighbor_list();
   void refuse_removed_pairs(const std::string &what, const std::string &fix);
+  void tally_global(double energy, const double *w);
 };
 
 }    // namespace LAMMPS_NS

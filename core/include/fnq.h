@@ -289,6 +289,25 @@ FNQ_API enum fnq_status fnq_ctx_compute_graph_repeat(struct fnq_ctx *ctx, const 
                                                      double *atom_virial);
 
 /*
+ * fnq_ctx_compute_graph_repeat for a caller whose atoms live on the GPU (a KOKKOS LAMMPS):
+ * positions[n_all*3] is read and forces[n_all*3] is added to where they are, as CUDA device
+ * pointers (memory of the context's device, or managed memory) written by work the caller has
+ * finished or queued on the legacy default stream; the forces are added in float64 before this
+ * returns. Rows as fnq_ctx_compute_graph's: ghost rows get the ghosts' forces where the graph
+ * keeps them (an installed exchange) and nothing where ghost_owner folded them. Outputs on the
+ * host (NULL = skip): energy, virial[6]; per-atom energies and virials need
+ * fnq_ctx_compute_graph_repeat. Positions are checked on the GPU (a non-finite coordinate names
+ * the atom, as fnq_ctx_compute_graph does) and the cutoff is applied to them.
+ * FNQ_STATUS_INVALID_ARG when there is no successful last call to repeat, when the context is
+ * not on device cuda, when that call's pairs were not kept on the GPU (FNQ_HOST_GRAPH=1) or when
+ * an array is not device memory.
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_graph_repeat_device(struct fnq_ctx *ctx,
+                                                            const double *positions,
+                                                            double *forces, double *energy,
+                                                            double *virial);
+
+/*
  * fnq_ctx_compute_graph for n_atoms atoms without ghosts (every atom owned), with the inputs
  * already on the GPU, as torch or cupy tensors have them: positions[n_atoms*3], species[n_atoms],
  * edge_recv[n_edges], edge_send[n_edges] and edge_shift[n_edges*3] (may be NULL) are CUDA device

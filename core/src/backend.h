@@ -29,6 +29,9 @@ struct fnq_results {
     double *atom_energies; /* [n_local] */
     double *forces;        /* [n_all*3] */
     double *atom_virial;   /* [n_all*6] */
+    /* (CUDA) the caller's device array the forces of the graph's rows are added into, or NULL
+     * (fnq_ctx_compute_graph_repeat_device) */
+    double *forces_add_device;
 };
 
 /* Ghost exchange as the backend sees it: forward fills ghost rows, reverse folds them back,
@@ -72,6 +75,9 @@ struct fnq_edge_input {
     /* the pairs (recv, send, shift) of the backend's last compute_edges with host arrays, kept
      * where it keeps them (the GPU): recv, send and shift are NULL then, the rest is given */
     int reuse_pairs;
+    /* with reuse_pairs: pos is the caller's device array (checked by the context on the
+     * device, after the caller's work on the legacy default stream) */
+    int pos_on_device;
 };
 
 struct fnq_backend_i {

@@ -204,6 +204,20 @@ static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const
     return FNQ_STATUS_OK;
 }
 
+/* A backend's energy and virial to the caller, unless the model produced a non-finite energy */
+static enum fnq_status hand_over(const struct fnq_results *r, double *energy, double *virial)
+{
+    if (!isfinite(r->energy))
+        return fnq__fail(FNQ_STATUS_INTERNAL,
+                         "the energy came out as %g: the model produced a non-finite value",
+                         r->energy);
+    if (energy)
+        *energy = r->energy;
+    if (virial)
+        memcpy(virial, r->virial, sizeof(r->virial));
+    return FNQ_STATUS_OK;
+}
+
 /* x == NULL: periodic evaluation by the backend's own neighbour list; edges: the caller's
  * pairs, turned into the graph by the backend */
 static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x,
@@ -227,15 +241,7 @@ static enum fnq_status run(struct fnq_ctx *ctx, const struct fnq_exchange *x,
         FNQ_CHECK(ctx->backend->compute_periodic(ctx->state, n, pos, species, cell, pbc,
                                                  &ctx->limits, &r, &ctx->last_edges));
     }
-    if (!isfinite(r.energy))
-        return fnq__fail(FNQ_STATUS_INTERNAL,
-                         "the energy came out as %g: the model produced a non-finite value",
-                         r.energy);
-    if (energy)
-        *energy = r.energy;
-    if (virial)
-        memcpy(virial, r.virial, sizeof(r.virial));
-    return FNQ_STATUS_OK;
+    return hand_over(&r, energy, virial);
 }
 
 enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
@@ -385,7 +391,68 @@ static enum fnq_status mirror_inputs(struct fnq_ctx *ctx, int64_t n, const doubl
     if (n == 0)
         return FNQ_STATUS_OK;
     FNQ_CHECK(ctx->backend->to_host(ctx->state, *pos_out, positions, pos_bytes, "positions"));
+    if (!species)
+        return FNQ_STATUS_OK;
     return ctx->backend->to_host(ctx->state, *species_out, species, 4 * (size_t)n, "species");
+}
+
+/* The repeat of a caller on the GPU: positions read and forces added where they are. The
+ * pairs must be the GPU's (kept by the last fnq_ctx_compute_graph); the positions are checked
+ * on the device, and copied to the host only to word a failed check. */
+enum fnq_status fnq_ctx_compute_graph_repeat_device(struct fnq_ctx *ctx, const double *positions,
+                                                    double *forces, double *energy,
+                                                    double *virial)
+{
+    fnq__clear_error();
+    const char *fn = "fnq_ctx_compute_graph_repeat_device";
+    if (!ctx)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "%s: NULL context", fn);
+    if (ctx->device != FNQ_DEVICE_CUDA || !ctx->backend->check_inputs)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "%s: the context is on device %s; device arrays need a context on "
+                         "device cuda (else use fnq_ctx_compute_graph_repeat)",
+                         fn, ctx->backend->name);
+    if (!ctx->last_call.valid)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "%s: no earlier fnq_ctx_compute_graph on this context to repeat (or "
+                         "it failed)", fn);
+    const struct fnq_pair_cache *c = &ctx->last_call;
+    if (!c->on_backend)
+        return fnq__fail(FNQ_STATUS_INVALID_ARG,
+                         "%s: the last fnq_ctx_compute_graph built its graph on the host "
+                         "(FNQ_HOST_GRAPH=1, or 2^31 pairs or more), so the GPU holds no pairs "
+                         "to repeat: use fnq_ctx_compute_graph_repeat",
+                         fn);
+    if (c->n_all > 0 && (!positions || !forces))
+        return fnq__fail(FNQ_STATUS_INVALID_ARG, "%s: NULL positions or forces", fn);
+    int ok = 0;
+    FNQ_CHECK(ctx->backend->check_inputs(ctx->state, c->n_all, positions, NULL,
+                                         ctx->model->n_species, &ok));
+    if (!ok) {
+        double *pos = NULL;
+        int32_t *unused = NULL;
+        FNQ_CHECK(mirror_inputs(ctx, c->n_all, positions, NULL, &pos, &unused));
+        ctx->last_call.valid = 0;
+        FNQ_CHECK(fnq__check_positions(c->n_all, pos));
+        return fnq__fail(FNQ_STATUS_INTERNAL, "%s: the GPU and host position checks disagree",
+                         fn);
+    }
+    const struct fnq_edge_input in = {c->n_local, c->n_all,  c->n_edges, positions,
+                                      c->species, NULL,      NULL,       NULL,
+                                      c->owner,   0,         1,          1};
+    const int keep_rows = caller_exchanges(ctx);
+    const struct fnq_exchange x =
+        exchange_of(ctx, c->n_local, fnq__graph_rows(c->n_local, c->n_all, c->owner, keep_rows));
+    struct fnq_results r;
+    memset(&r, 0, sizeof(r));
+    r.forces_add_device = forces;
+    enum fnq_status st =
+        ctx->backend->compute_edges(ctx->state, &in, &ctx->limits, &x, &r, &ctx->last_edges);
+    if (st == FNQ_STATUS_OK)
+        st = hand_over(&r, energy, virial);
+    if (st != FNQ_STATUS_OK)
+        ctx->last_call.valid = 0;
+    return st;
 }
 
 enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atoms,

@@ -5,8 +5,10 @@
 # build-kokkos/ (built here by gpu-lammps-kokkos.sh, or carried: configured for
 # /tmp/fnq-lammps-kokkos-cuda/lmp). Runs the kokkos test (`-k on g 1`, and on a machine of
 # several GPUs again with one GPU per rank), then bench/bench_lammps.py, one rank, diamond Si
-# cells per edge $CELLS (default 10,20: 8,000 and 64,000 atoms) with and without
-# `-k on g 1 -sf kk`, the same lmp and plugin. Logs and JSON lines into $OUT (default /tmp).
+# cells per edge $CELLS (default 10,20: 8,000 and 64,000 atoms) without Kokkos, with
+# `-k on g 1 -sf kk` and the plain style, and with fusednequip/kk, the same lmp and plugin,
+# $REPEATS times (default 1). PARTS=tests or PARTS=bench runs one of the two (default both).
+# Logs and JSON lines into $OUT (default /tmp).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp}
@@ -28,19 +30,29 @@ if [ ! -x $lmp ]; then
   [ -x $lmp ] || { tail -30 "$out/kokkos-build.log"; exit 1; }
 fi
 $lmp -h | grep -E "KOKKOS package API|Large-scale" | tee -a "$out/kokkos.txt"
-for g in 1 $([ "$gpus" -ge 2 ] && echo "$gpus"); do
+parts=${PARTS:-tests,bench} # which parts run: a call of ~10 min holds the build and the tests
+for g in $([[ $parts == *tests* ]] && echo 1 $([ "$gpus" -ge 2 ] && echo "$gpus")); do
   FNQ_KOKKOS_GPUS=$g timeout "${FNQ_TEST_SECONDS:-300}" ctest --test-dir build-kokkos \
     -R '^lammps_kokkos$' -V > "$out/kokkos-test-g$g.log" 2>&1
   echo "lammps_kokkos with -k on g $g: rc $?" | tee -a "$out/kokkos.txt"
-  grep -E "rank|NVE|Kokkos backends|FAIL|SKIP" "$out/kokkos-test-g$g.log" | sed 's/^[0-9]*: //' |
+  grep -E "rank|NVE|Kokkos backends|fusednequip/kk|FAIL|SKIP" "$out/kokkos-test-g$g.log" | sed 's/^[0-9]*: //' |
     tee -a "$out/kokkos.txt"
 done
 B="python3 bench/bench_lammps.py --lmp $lmp --plugin build-kokkos/pair_style/fusednequipplugin.so
    --device cuda --dtype float32 --steps ${STEPS:-50} --configs 1x16"
 cells=${CELLS:-10,20}
+[[ $parts == *bench* ]] || cells=
+# per size: no Kokkos; Kokkos with the plain style (FNQ_NO_KOKKOS_STYLE=1: LAMMPS moves the
+# arrays through the host for it); Kokkos with fusednequip/kk (the arrays stay on the GPU)
+K="-k on g 1 -sf kk -pk kokkos newton on neigh half"
 for c in ${cells//,/ }; do
-  $B --cells "$c" | tee -a "$out/kokkos-bench.jsonl"
-  $B --cells "$c" --lmp-args="-k on g 1 -sf kk -pk kokkos newton on neigh half" | tee -a "$out/kokkos-bench.jsonl"
+  for rep in $(seq "${REPEATS:-1}"); do
+    $B --cells "$c" | sed 's/^{/{"variant": "plain", /' | tee -a "$out/kokkos-bench.jsonl"
+    FNQ_NO_KOKKOS_STYLE=1 $B --cells "$c" --lmp-args="$K" | sed 's/^{/{"variant": "kokkos, plain style", /' |
+      tee -a "$out/kokkos-bench.jsonl"
+    $B --cells "$c" --lmp-args="$K" | sed 's/^{/{"variant": "kokkos, fusednequip\/kk", /' |
+      tee -a "$out/kokkos-bench.jsonl"
+  done
 done
 # $STRONG (e.g. 10x10x10,20x20x10: 8,000 and 32,000 atoms): strong scaling on 1, 2, 4 ... GPUs,
 # one rank per GPU through NCCL, this lmp without Kokkos (issue 47)

@@ -3,8 +3,9 @@
 # one, for a machine without a GPU), PLUGIN, MANYBODY, MOLECULE and MPI, from the carried
 # .lammps-kokkos-src/ (scripts/gpu/lammps-kokkos-source.sh) into /tmp/fnq-lammps-kokkos-<backend>;
 # then fusednequip with its pair style against those headers into build-kokkos/ (with the CUDA
-# backend where nvcc is), its LAMMPS tests, the kokkos label's among them, running decks through
-# that lmp with `plugin load`. Prints the lmp's path last.
+# backend where nvcc is, and then pair_style fusednequip/kk too), its LAMMPS tests, the kokkos
+# label's among them, running decks through that lmp with `plugin load`. Prints the lmp's path
+# last.
 # FNQ_KOKKOS_ARCH: Kokkos' architecture option for CUDA (default Kokkos_ARCH_HOPPER90);
 # FNQ_KOKKOS_MOLECULE=off leaves MOLECULE out (a fifth fewer Kokkos files; the kokkos test and
 # the benchmarks use none of it); FNQ_KOKKOS_LMP_ONLY=1 stops after the lmp (the style carried).
@@ -34,7 +35,11 @@ fi
 [ -n "${FNQ_KOKKOS_LMP_ONLY:-}" ] && { echo "$lmp_build/lmp"; exit 0; }
 . scripts/gpu/device-deps.sh # extra: CMake arguments for the carried libcjson
 # the plugin only: an installed LAMMPS (Debian's) is another version, and no driver is needed
-cmake -S . -B build-kokkos -DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$PWD/$src/src" \
+# with CUDA also pair_style fusednequip/kk, compiled against this LAMMPS' Kokkos configuration
+kk_style=()
+[ "$backend" = cuda ] && kk_style=("-DFNQ_LAMMPS_KOKKOS_BUILD=$lmp_build"
+  "-DFNQ_KOKKOS_CUDA_FLAGS=-include $PWD/scripts/gpu/kokkos-cuda13.h")
+cmake -S . -B build-kokkos -DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$PWD/$src/src" "${kk_style[@]}" \
   -DFNQ_LAMMPS_LMP="$lmp_build/lmp" -DCMAKE_DISABLE_FIND_PACKAGE_LAMMPS=ON -DCMAKE_CUDA_ARCHITECTURES="${FNQ_CUDA_ARCH:-90}" "${extra[@]}" \
   ${FNQ_CMAKE_ARGS:-} >/dev/null
 cmake --build build-kokkos -j "$(nproc)" >/dev/null

@@ -5,7 +5,8 @@
  * that includes pairs beyond the cutoff (a skin). Checked for ghost_owner and for the comm
  * callbacks: energy, per-atom energies, forces (ghost forces folded into their owners),
  * virial, and that per-atom virials sum to the virial. Tolerance 1e-10 relative. A CPU
- * context refuses the device-array entry point, fnq_ctx_compute_graph_device, by name.
+ * context refuses the device-array entry points, fnq_ctx_compute_graph_device and
+ * fnq_ctx_compute_graph_repeat_device, by name.
  * fnq_ctx_compute_graph_repeat equals a full call with the same positions.
  * Bad input names its atoms through fnq_last_error_atoms (too close, too many neighbours,
  * non-finite coordinate, bad species, bad ghost owner), cleared by the next success.
@@ -275,6 +276,13 @@ static void check_device_entry_refused(struct fnq_ctx *ctx, const struct test_st
     CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "cuda") &&
               strstr(fnq_last_error(), "fnq_ctx_compute_graph_device"),
           "a CPU context did not refuse device arrays with a message naming cuda");
+    double f[6] = {0};
+    st = fnq_ctx_compute_graph_repeat_device(ctx, s->pos, f, &e, NULL);
+    printf("fnq_ctx_compute_graph_repeat_device on a CPU context: %s: %s\n",
+           fnq_status_string(st), fnq_last_error());
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "cuda") &&
+              strstr(fnq_last_error(), "fnq_ctx_compute_graph_repeat_device"),
+          "a CPU context did not refuse the device repeat with a message naming cuda");
 }
 
 /* After `st` (INVALID_ARG expected) fnq_last_error_atoms gives n_want atoms: a (and b). */

@@ -7,7 +7,12 @@
  *     virial bitwise identical, float32 and float64, also on a second (replayed) call;
  *   - bad input gives the host route's status and message: a species index out of range, a
  *     NaN position, two atoms too close, a receiver that is not an atom, too many neighbours;
- *     a host pointer is refused by name; the context still works afterwards.
+ *     a host pointer is refused by name; the context still works afterwards;
+ *   - fnq_ctx_compute_graph_repeat_device (positions read and forces added on the GPU, as a
+ *     KOKKOS LAMMPS has them) against fnq_ctx_compute_graph_repeat on moved atoms, with and
+ *     without ghost images folded onto their owners: energy and virial bitwise, device forces
+ *     bitwise the host forces added to what the array held; a NaN coordinate is named, host
+ *     memory refused, and the context recovers.
  */
 #include <cuda_runtime.h>
 
@@ -161,6 +166,130 @@ static void check_bad(struct fnq_ctx *c, const struct fnq_model *m)
     test_structure_free(&s);
 }
 
+/* The shifted pairs of p as explicit ghost images (one per sender and shift), each folded
+ * onto its owner: the caller's arrays of a LAMMPS rank alone (n_all > n_local, no shifts). */
+struct ghosted {
+    int64_t n_all, n_pairs;
+    double *pos;
+    int32_t *species;
+    int64_t *owner, *recv, *send; /* owner[n_all - n] */
+};
+
+static void make_ghosted(const struct test_structure *s, const struct test_pairs *p,
+                         struct ghosted *g)
+{
+    const int64_t n = s->n, cap = n + p->n;
+    g->pos = malloc(sizeof(double) * 3 * (size_t)cap);
+    g->species = malloc(sizeof(int32_t) * (size_t)cap);
+    g->owner = malloc(sizeof(int64_t) * (size_t)cap);
+    g->recv = malloc(sizeof(int64_t) * (size_t)p->n);
+    g->send = malloc(sizeof(int64_t) * (size_t)p->n);
+    double *shift_of = malloc(sizeof(double) * 3 * (size_t)cap);
+    memcpy(g->pos, s->pos, sizeof(double) * 3 * (size_t)n);
+    memcpy(g->species, s->species, sizeof(int32_t) * (size_t)n);
+    int64_t na = n;
+    for (int64_t e = 0; e < p->n; e++) {
+        const double *sh = p->shift + 3 * e;
+        int64_t j = p->send[e];
+        if (sh[0] != 0.0 || sh[1] != 0.0 || sh[2] != 0.0) {
+            int64_t k = n;
+            while (k < na && !(g->owner[k - n] == j && !memcmp(shift_of + 3 * k, sh, 24)))
+                k++;
+            if (k == na) {
+                for (int c = 0; c < 3; c++)
+                    g->pos[3 * k + c] = s->pos[3 * j + c] + sh[c];
+                memcpy(shift_of + 3 * k, sh, 24);
+                g->species[k] = s->species[j];
+                g->owner[k - n] = j;
+                na++;
+            }
+            j = k;
+        }
+        g->recv[e] = p->recv[e], g->send[e] = j;
+    }
+    g->n_all = na, g->n_pairs = p->n;
+    free(shift_of);
+}
+
+static void ghosted_free(struct ghosted *g)
+{
+    free(g->pos), free(g->species), free(g->owner), free(g->recv), free(g->send);
+}
+
+/* positions moved by up to 0.05 A; a ghost moves with its owner */
+static void move_atoms(const struct ghosted *g, int64_t n, double *moved)
+{
+    for (int64_t i = 0; i < g->n_all; i++) {
+        const int64_t o = i < n ? i : g->owner[i - n];
+        for (int c = 0; c < 3; c++)
+            moved[3 * i + c] = g->pos[3 * i + c] + 0.05 * sin(1.3 * (double)(3 * o + c));
+    }
+}
+
+/* The device repeat against the host repeat on the same moved atoms (ghosts: images folded by
+ * ghost_owner, else the pairs' shifts). The device forces array starts with values of its own,
+ * to which the forces must be added. */
+static void check_repeat(struct fnq_ctx *c, const char *label, const struct test_structure *s,
+                         const struct test_pairs *p, int ghosts)
+{
+    struct ghosted g;
+    make_ghosted(s, p, &g);
+    const int64_t n = s->n, na = ghosts ? g.n_all : n;
+    const size_t rows = 3 * (size_t)na;
+    double *moved = malloc(sizeof(double) * 3 * (size_t)g.n_all);
+    move_atoms(&g, n, moved);
+    double *f_host = malloc(sizeof(double) * rows), *f_dev = malloc(sizeof(double) * rows);
+    double *f_start = malloc(sizeof(double) * rows);
+    for (size_t k = 0; k < rows; k++)
+        f_start[k] = 0.25 * cos((double)k);
+    double e0, v0[6], e1, v1[6];
+    if (ghosts)
+        CHECK_OK(fnq_ctx_compute_graph(c, n, na, g.pos, g.species, g.n_pairs, g.recv, g.send,
+                                       NULL, g.owner, &e0, NULL, f_host, v0, NULL));
+    else
+        CHECK_OK(fnq_ctx_compute_graph(c, n, n, s->pos, s->species, p->n, p->recv, p->send,
+                                       p->shift, NULL, &e0, NULL, f_host, v0, NULL));
+    CHECK_OK(fnq_ctx_compute_graph_repeat(c, moved, &e0, NULL, f_host, v0, NULL));
+    double *d_pos = upload(moved, sizeof(double) * rows);
+    double *d_f = upload(f_start, sizeof(double) * rows);
+    enum fnq_status st = fnq_ctx_compute_graph_repeat_device(c, d_pos, d_f, &e1, v1);
+    CHECK(st == FNQ_STATUS_OK, "%s: device repeat failed: %s", label, fnq_last_error());
+    cudaMemcpy(f_dev, d_f, sizeof(double) * rows, cudaMemcpyDeviceToHost);
+    int same = e0 == e1 && memcmp(v0, v1, sizeof(v0)) == 0;
+    for (size_t k = 0; k < rows; k++)
+        same &= f_dev[k] == f_start[k] + f_host[k];
+    printf("%s (%lld atoms, %lld with ghosts), device repeat: energy, virial and added forces "
+           "bitwise the host repeat's: %s (E = %.10f eV)\n",
+           label, (long long)n, (long long)na, same ? "yes" : "NO", e1);
+    CHECK(same, "%s: device repeat differs from the host repeat (E %.17g vs %.17g)", label, e1, e0);
+
+    /* a NaN coordinate is named as the host route names it; host memory is refused */
+    moved[3 * 2 + 1] = NAN;
+    cudaMemcpy(d_pos, moved, sizeof(double) * rows, cudaMemcpyHostToDevice);
+    st = fnq_ctx_compute_graph_repeat_device(c, d_pos, d_f, &e1, v1);
+    printf("%s, NaN coordinate on the device: %s: %s\n", label, fnq_status_string(st),
+           fnq_last_error());
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "non-finite") &&
+              strstr(fnq_last_error(), "atom 2"),
+          "%s: a NaN device coordinate was not named: %s", label, fnq_last_error());
+    st = fnq_ctx_compute_graph_repeat_device(c, d_pos, d_f, &e1, v1);
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "no earlier"),
+          "%s: a failed repeat left something to repeat: %s", label, fnq_last_error());
+    CHECK_OK(fnq_ctx_compute_graph(c, n, n, s->pos, s->species, p->n, p->recv, p->send,
+                                   p->shift, NULL, &e0, NULL, NULL, NULL, NULL));
+    st = fnq_ctx_compute_graph_repeat_device(c, moved, d_f, &e1, v1);
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "positions is not memory"),
+          "%s: host positions were not refused by name: %s", label, fnq_last_error());
+    CHECK_OK(fnq_ctx_compute_graph(c, n, n, s->pos, s->species, p->n, p->recv, p->send,
+                                   p->shift, NULL, &e0, NULL, NULL, NULL, NULL));
+    st = fnq_ctx_compute_graph_repeat_device(c, d_pos, f_dev, &e1, v1);
+    CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "forces is not memory"),
+          "%s: host forces were not refused by name: %s", label, fnq_last_error());
+    cudaFree(d_pos), cudaFree(d_f);
+    free(moved), free(f_host), free(f_dev), free(f_start);
+    ghosted_free(&g);
+}
+
 int main(void)
 {
     test_require_gpu();
@@ -184,6 +313,9 @@ int main(void)
         check_same(c, "Si periodic", &si, &si_pairs);
         check_same(c, "Si in-cell pairs, no shifts", &si, &si_cell_pairs);
         check_same(c, "multi-element triclinic", &tri, &tri_pairs);
+        check_repeat(c, "Si periodic", &si, &si_pairs, 0);
+        check_repeat(c, "Si with ghost images", &si, &si_pairs, 1);
+        check_repeat(c, "multi-element triclinic with ghost images", &tri, &tri_pairs, 1);
         if (dt == 0)
             check_bad(c, m);
         fnq_ctx_free(c);

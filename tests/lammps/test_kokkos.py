@@ -1,11 +1,14 @@
 """pair_style fusednequip in a LAMMPS built with KOKKOS, run as GPU users run LAMMPS: `-k on g 1
 -sf kk` where that LAMMPS's Kokkos has CUDA (else `-k on t 2 -sf kk`, its OpenMP backend), so
 that the integrator, the neighbour lists and the communication are Kokkos styles and the pair
-style is ours (a plain style: LAMMPS moves the atoms' data between Kokkos' views and the host
-for it). Energy, forces, virial and the sums of pe/atom and stress/atom equal the same deck
-without Kokkos (float64, 1e-10 relative), on 1, 2 and 4 ranks, for rattled diamond Si and
-alpha-quartz (two atom types, triclinic); and 10 NVE steps with `fix nve` (nve/kk under -sf kk)
-end at the same energies and positions (1e-9).
+style is ours: fusednequip/kk where the plugin was built against that LAMMPS' Kokkos for CUDA
+(positions and forces on Kokkos' device arrays between neighbour-list rebuilds), else the plain
+style (LAMMPS moves the atoms' data between Kokkos' views and the host for it). Energy, forces,
+virial and the sums of pe/atom and stress/atom equal the same deck without Kokkos (float64,
+1e-10 relative), on 1, 2 and 4 ranks, for rattled diamond Si and alpha-quartz (two atom types,
+triclinic); and 10 NVE steps with `fix nve` (nve/kk under -sf kk), pe/atom summed every 5th
+step, end at the same energies and positions (1e-9). With CUDA, fusednequip/kk must have run
+most of those steps on the device arrays and the pe/atom steps through the host.
 
 Runs where FNQ_LMP is an lmp with the KOKKOS package (CTest lammps_kokkos, label kokkos: the lmp
 given to CMake as FNQ_LAMMPS_LMP, scripts/gpu/gpu-lammps-kokkos.sh builds one); exits 77
@@ -77,7 +80,10 @@ pair_coeff * * {MODEL} {' '.join(elements)}
 velocity all create 600 4 loop geom
 fix nve all nve
 info fixes
-thermo_style custom step pe ke etotal
+compute pe_atom all pe/atom
+compute pe_sum all reduce sum c_pe_atom
+thermo 5
+thermo_style custom step pe ke etotal c_pe_sum
 thermo_modify format float %.17g
 dump d all custom 10 md.dump id x y z
 dump_modify d sort id format float %.17g
@@ -119,6 +125,13 @@ def main():
             plain = md_end(tmp, md_deck(data, elements, style), 1, ())
             kk = md_end(tmp, md_deck(data, elements, style), 2, kokkos_args(backends, 2))
         c.check("style = nve/kk" in kk[3], f"{name}: fix nve did not become nve/kk under -sf kk")
+        if "CUDA" in backends and device == "cuda":
+            steps = [l for l in kk[3].splitlines() if l.startswith("fusednequip/kk:")]
+            print(f"{name}: {steps[-1] if steps else 'fusednequip/kk did not run'}")
+            words = steps[-1].split() if steps else []
+            c.check(len(words) > 7 and int(words[1]) >= 5 and int(words[7]) >= 2,
+                    f"{name}: fusednequip/kk did not run most steps on the device arrays and "
+                    f"the pe/atom steps through the host: {steps}")
         dpe = abs(kk[0] - plain[0]) / abs(plain[0])
         dx = max(abs(a - b) for a, b in zip(kk[2], plain[2]))
         print(f"{name}: 10 NVE steps, Kokkos on 2 ranks vs plain: pe {dpe:.1e}, x {dx:.1e} A")
