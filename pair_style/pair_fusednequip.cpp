@@ -50,7 +50,8 @@ struct FusedNequipImpl {
   // pair_style settings; the context is rebuilt when they or the model change
   enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
   enum fnq_device device = FNQ_DEVICE_AUTO;
-  int device_index = -1;    // cuda:N; -1: by node-local rank
+  int device_index = -1;    // cuda:N; -1: the GPU of the caller's arrays, else by node-local rank
+  int arrays_gpu = -1;      // the GPU of a KOKKOS LAMMPS' device arrays (use_gpu_of_arrays)
   std::string comm_choice = "auto";    // auto, nccl, ipc, staged, host
   bool context_stale = true;
 
@@ -335,6 +336,15 @@ bool PairFusedNequip::device_step_possible()
   return d.ctx && fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA && d.pairs_sent && d.list_audited &&
          neighbor->ago != 0 && nall == d.listed_nall && nlocal == d.listed_nlocal &&
          !eflag_atom && !vflag_atom && d.exchange != "host" && (!d.halo || d.routed);
+}
+
+void PairFusedNequip::use_gpu_of_arrays(int device_id)
+{
+  if (impl->device_index >= 0 || impl->device == FNQ_DEVICE_CPU) return;
+  if (!impl->ctx || fnq_ctx_device(impl->ctx) != FNQ_DEVICE_CUDA ||
+      impl->arrays_gpu != device_id)
+    impl->context_stale = true;
+  impl->arrays_gpu = device_id;
 }
 
 void PairFusedNequip::compute_device_step(const double *x_device, double *f_device)
@@ -823,7 +833,8 @@ void PairFusedNequip::make_context()
     MPI_Comm_rank(node, &node_rank);
     MPI_Comm_free(&node);
     device_id = impl->device_index >= 0 ? impl->device_index
-                                        : node_rank % fnq_cuda_device_count();
+                : impl->arrays_gpu >= 0    ? impl->arrays_gpu
+                                           : node_rank % fnq_cuda_device_count();
   }
   enum fnq_status status =
       fnq_ctx_init(impl->model, impl->device, device_id, impl->dtype, &impl->ctx);

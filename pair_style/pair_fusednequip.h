@@ -54,6 +54,8 @@ class PairFusedNequip : public Pair {
   bool device_step_possible();
   // That step: positions read and forces added where LAMMPS keeps them on the GPU.
   void compute_device_step(const double *x_device, double *f_device);
+  // The GPU whose memory those arrays are: the context's unless `device cuda:N` named one.
+  void use_gpu_of_arrays(int device_id);
 
  protected:
   FusedNequipImpl *impl;

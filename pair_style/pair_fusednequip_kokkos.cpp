@@ -24,6 +24,14 @@ PairFusedNequipKokkos::PairFusedNequipKokkos(LAMMPS *lmp) : PairFusedNequip(lmp)
   datamask_modify = F_MASK;
 }
 
+void PairFusedNequipKokkos::init_style()
+{
+  // the library on the GPU Kokkos gave this rank (`-k on g N`: node-local rank mod N), where
+  // the arrays it reads are, unless `device cuda:N` says otherwise
+  use_gpu_of_arrays(Kokkos::Cuda().cuda_device());
+  PairFusedNequip::init_style();
+}
+
 void PairFusedNequipKokkos::finish()
 {
   if (comm->me == 0 && device_steps + host_steps > 0)

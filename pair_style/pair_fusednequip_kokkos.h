@@ -27,6 +27,7 @@ class PairFusedNequipKokkos : public PairFusedNequip {
  public:
   PairFusedNequipKokkos(class LAMMPS *);
   void compute(int, int) override;
+  void init_style() override;
   void finish() override;
 
  private:

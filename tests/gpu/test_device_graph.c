@@ -282,6 +282,7 @@ static void check_repeat(struct fnq_ctx *c, const char *label, const struct test
           "%s: host positions were not refused by name: %s", label, fnq_last_error());
     CHECK_OK(fnq_ctx_compute_graph(c, n, n, s->pos, s->species, p->n, p->recv, p->send,
                                    p->shift, NULL, &e0, NULL, NULL, NULL, NULL));
+    cudaMemcpy(d_pos, s->pos, sizeof(double) * 3 * (size_t)n, cudaMemcpyHostToDevice);
     st = fnq_ctx_compute_graph_repeat_device(c, d_pos, f_dev, &e1, v1);
     CHECK(st == FNQ_STATUS_INVALID_ARG && strstr(fnq_last_error(), "forces is not memory"),
           "%s: host forces were not refused by name: %s", label, fnq_last_error());
