@@ -851,7 +851,7 @@ void PairFusedNequip::make_context()
   std::string why = choose_exchange(device_id);
   if (comm->nprocs == 1 && impl->exchange_one_rank)
     why += " (FNQ_EXCHANGE_ONE_RANK=1: the ghosts are exchanged, not folded)";
-  if (comm->nprocs > 1)
+  if (comm->nprocs > 1 && impl->max_width > 0)
     why += impl->fold_own_images ? "; the periodic images of a rank's own atoms are folded onto "
                                    "them, the other ghosts exchanged"
                                  : "; every ghost exchanged (FNQ_FOLD_OWN_IMAGES=0)";
@@ -889,6 +889,14 @@ std::string PairFusedNequip::choose_exchange(int device_id)
   if (d.owner_map) {
     d.exchange = "none";
     return "one rank";
+  }
+  if (d.max_width == 0) {
+    // a local model: its ghosts need positions only, which LAMMPS gives them; their forces
+    // go back to their owners through LAMMPS' reverse communication (newton on)
+    d.fold_own_images = false;
+    d.exchange = "none";
+    return "a local model (" + std::string(fnq_model_family(d.model)) +
+           "): no layer exchanges anything, LAMMPS' own ghost atoms suffice";
   }
   if (!gpu && (want == "nccl" || want == "ipc" || want == "staged"))
     error->all(FLERR, "Pair fusednequip: comm " + want +

@@ -255,8 +255,10 @@ FNQ_API enum fnq_status fnq_ctx_set_device_comm(struct fnq_ctx *ctx,
  *   ghost_owner[n_all-n_local] (may be NULL): the owned atom that ghost n_local+k is an image
  *     of. The library folds every pair from such a ghost onto its owner (same vector): what
  *     the ghost would carry lands on its owner directly, and its row needs no exchange.
- *     Without a comm or device comm every ghost needs an owner (no exchange at all); with
- *     one, -1 marks a ghost the exchange fills (an image of another rank's atom), so that a
+ *     Without a comm or device comm every ghost needs an owner (no exchange at all), except
+ *     for a local model (Allegro, whose layers exchange nothing): it may be NULL there, and
+ *     each ghost is then used where it is, its forces returned on its row. With a comm or
+ *     device comm, -1 marks a ghost the exchange fills (an image of another rank's atom), so that a
  *     rank folds the periodic images of its own atoms and exchanges only the rest. Fold
  *     every image of an owned atom, or pairs lose their reverse (refused as a list that is
  *     not full).

@@ -314,7 +314,9 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: NULL positions, species or edge arrays");
     const int caller_exchange = caller_exchanges(ctx);
-    if (n_all > n_local && !caller_exchange && !ghost_owner)
+    /* a local model (Allegro) exchanges nothing between layers: ghosts are used as they are */
+    const int local_model = ctx->model->allegro != NULL;
+    if (n_all > n_local && !caller_exchange && !ghost_owner && !local_model)
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_graph: %lld ghost atoms need ghost_owner or an "
                          "installed comm (fnq_ctx_set_comm, fnq_ctx_set_device_comm)",
@@ -340,7 +342,7 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
     const int on_backend = ctx->backend->compute_edges && n_edges <= INT32_MAX &&
                            n_all < INT32_MAX && !ctx->options.host_graph;
     const struct fnq_edge_input in = {n_local,   n_all,     n_edges,    positions, species,
-                                      edge_recv, edge_send, edge_shift, fold,      0, 0};
+                                      edge_recv, edge_send, edge_shift, fold,      0, 0, 0};
     ctx->last_call.valid = 0;
     FNQ_CHECK(evaluate_pairs(ctx, &in, on_backend, energy, atom_energies, forces, virial,
                              atom_virial));
@@ -362,7 +364,7 @@ enum fnq_status fnq_ctx_compute_graph_repeat(struct fnq_ctx *ctx, const double *
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_compute_graph_repeat: NULL positions");
     const struct fnq_edge_input in = {c->n_local, c->n_all,  c->n_edges, positions,
                                       c->species, c->recv,   c->send,    c->shift,
-                                      c->owner,   0,         c->on_backend};
+                                      c->owner,   0,         c->on_backend, 0};
     const enum fnq_status st = evaluate_pairs(ctx, &in, c->on_backend, energy, atom_energies,
                                               forces, virial, atom_virial);
     if (st != FNQ_STATUS_OK)
@@ -498,7 +500,7 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
     }
     const struct fnq_exchange x = exchange_of(ctx, n_atoms, n_atoms);
     const struct fnq_edge_input in = {n_atoms,   n_atoms,   n_edges,    positions, species,
-                                      edge_recv, edge_send, edge_shift, NULL,      1, 0};
+                                      edge_recv, edge_send, edge_shift, NULL,      1, 0, 0};
     return run(ctx, &x, &in, energy, atom_energies, forces, virial, NULL, 0, NULL, NULL, NULL,
                NULL);
 }

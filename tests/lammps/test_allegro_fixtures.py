@@ -4,8 +4,9 @@ float64 outputs on each of its structures: energy, per-atom energies (compute pe
 forces, plus the virial (compute pressure) and the sum of the per-atom virials (compute
 stress/atom) on the periodic cells; to 1e-10 relative in float64 and 1e-5 in float32, on the
 CPU. The periodic float64 cases also run on 2 and 4 MPI ranks: Allegro is strictly local, so
-LAMMPS' own ghost atoms are all it needs (no per-layer exchange), and the forces on ghosts go
-back to their owners through LAMMPS' reverse communication.
+LAMMPS' own ghost atoms are all it needs (no per-layer exchange, no folding of ghosts onto
+their owners: the log says so), and the forces on ghosts go back to their owners through
+LAMMPS' reverse communication.
 
 Structures: a periodic triclinic cell, a cell shorter than the cutoff, a molecule (boundary
 f f f in a box around it) and a periodic cell with two atoms 0.6-1.0 A apart (ZBL in one model).
@@ -60,6 +61,10 @@ def main():
                                            boundary=boundary)
                     compare(c, f"{name} {case} {dtype} {ranks} rank(s)", got, expect,
                             TOL[dtype], source="nequip-allegro")
+                    if ranks > 1:  # LAMMPS' ghosts as they are: no exchange, no folding
+                        c.check("ghost exchange 'none': a local model" in got["output"],
+                                f"{name} {case} on {ranks} ranks: the style did not say it "
+                                f"exchanges nothing for a local model")
     c.finish()
 
 
