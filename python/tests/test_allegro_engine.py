@@ -4,7 +4,9 @@ as .fnqm and evaluated through FusedNequIPCalculator on the CPU gives nequip-all
 per-atom energies, forces and stress to 1e-10 relative in float64 and 1e-5 in float32
 (relative: max |ours - nequip| / max |nequip| per quantity); the forces are the negative
 gradient of the energy (finite differences), translation and rotation leave the energy alone,
-and a CUDA context is refused by name (no GPU engine yet) while device auto runs on the CPU.
+ghost atoms without owners are taken as a LAMMPS rank passes them (a local model exchanges
+nothing), and a CUDA context is refused by name (no GPU engine yet) while device auto runs on
+the CPU.
 """
 import glob
 import json
@@ -78,6 +80,51 @@ def test_forces_are_the_energy_gradient_and_invariant(npz, tmp_path):
     atoms.positions = atoms.positions @ rot.T + np.array([0.3, -1.1, 2.0])
     assert abs(atoms.get_potential_energy() - e0) < 1e-10 * max(1.0, abs(e0))
     assert rel(atoms.get_forces(), f @ rot.T) < 1e-10
+
+
+@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
+def test_ghosts_as_lammps_gives_them(npz, tmp_path):
+    """A local model takes ghost atoms as they are (no owner map, no exchange), as a LAMMPS rank
+    passes them: the periodic images within reach as ghosts, a full list of the owned atoms'
+    pairs to them, no shifts. The owned atoms' energies, and the forces once each ghost's are
+    added to its owner, equal the library's own periodic evaluation."""
+    import ctypes
+
+    from ase.neighborlist import neighbor_list
+
+    from fusednequip import Context
+    from fusednequip._lib import lib
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    atoms = read(os.path.join(FIXTURES, ref["cases"]["triclinic"]["xyz"]))
+    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
+    ctx = Context(model, device="cpu", dtype="float64")
+    e0, ea0, f0, v0 = ctx.compute(atoms.positions, sp, atoms.cell.array, atoms.pbc)
+    i, j, shift = neighbor_list("ijS", atoms, model.cutoff + 0.5)
+    n = len(atoms)
+    ghosts = {}  # (atom, image) -> ghost index
+    send = np.array(j, dtype=np.int64)
+    for e in range(len(i)):
+        if shift[e].any():
+            send[e] = ghosts.setdefault((int(j[e]), tuple(shift[e])), n + len(ghosts))
+    owner = np.array([a for a, _ in ghosts], dtype=np.int64)
+    images = np.array([img for _, img in ghosts], dtype=np.float64).reshape(-1, 3)
+    pos = np.vstack([atoms.positions, atoms.positions[owner] + images @ atoms.cell.array])
+    species = np.concatenate([sp, sp[owner]]).astype(np.int32)
+    n_all, recv = len(pos), np.array(i, dtype=np.int64)
+    energy = ctypes.c_double()
+    energies = np.empty(n)
+    forces = np.empty((n_all, 3))
+    virial = np.empty(6)
+    st = ctx._call(lib.fnq_ctx_compute_graph, n, n_all, pos.reshape(-1), species, len(recv), recv,
+                   send, None, None, ctypes.byref(energy), energies, forces.reshape(-1), virial,
+                   None)
+    assert st == 0, "a local model's ghosts without owners were refused"
+    folded = forces[:n].copy()
+    np.add.at(folded, owner, forces[n:])
+    assert len(ghosts) > 0 and abs(forces[n:]).max() > 0
+    assert abs(energy.value - e0) <= 1e-12 * abs(e0)
+    assert rel(energies, ea0) < 1e-12 and rel(folded, f0) < 1e-12 and rel(virial, v0) < 1e-12
 
 
 def test_cuda_is_refused_by_name(tmp_path):
