@@ -340,11 +340,10 @@ bool PairFusedNequip::device_step_possible()
 
 void PairFusedNequip::use_gpu_of_arrays(int device_id)
 {
-  if (impl->device_index >= 0 || impl->device == FNQ_DEVICE_CPU) return;
-  if (!impl->ctx || fnq_ctx_device(impl->ctx) != FNQ_DEVICE_CUDA ||
-      impl->arrays_gpu != device_id)
-    impl->context_stale = true;
+  if (impl->device_index >= 0 || impl->device == FNQ_DEVICE_CPU || impl->arrays_gpu == device_id)
+    return;
   impl->arrays_gpu = device_id;
+  impl->context_stale = true;
 }
 
 void PairFusedNequip::compute_device_step(const double *x_device, double *f_device)

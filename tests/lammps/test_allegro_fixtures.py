@@ -3,10 +3,10 @@ as .fnqm from its weights and run through pair_style fusednequip, equals nequip-
 float64 outputs on each of its structures: energy, per-atom energies (compute pe/atom) and
 forces, plus the virial (compute pressure) and the sum of the per-atom virials (compute
 stress/atom) on the periodic cells; to 1e-10 relative in float64 and 1e-5 in float32, on the
-CPU. The periodic float64 cases also run on 2 and 4 MPI ranks: Allegro is strictly local, so
-LAMMPS' own ghost atoms are all it needs (no per-layer exchange, no folding of ghosts onto
-their owners: the log says so), and the forces on ghosts go back to their owners through
-LAMMPS' reverse communication.
+CPU. The periodic float64 cases also run on 2 and 4 MPI ranks, compared with nequip-allegro and
+with the one-rank run (1e-12): Allegro is strictly local, so LAMMPS' own ghost atoms are all it
+needs (no per-layer exchange, no folding of ghosts onto their owners: the log says so), and the
+forces on ghosts go back to their owners through LAMMPS' reverse communication.
 
 Structures: a periodic triclinic cell, a cell shorter than the cutoff, a molecule (boundary
 f f f in a box around it) and a periodic cell with two atoms 0.6-1.0 A apart (ZBL in one model).
@@ -54,6 +54,7 @@ def main():
                 runs = [(dtype, 1) for dtype in TOL]
                 if boundary == "p p p":
                     runs += [("float64", 2), ("float64", 4)]
+                one_rank = None  # float64 on one rank, which more ranks must give again
                 for dtype, ranks in runs:
                     with tempfile.TemporaryDirectory() as tmp:
                         got = single_point(tmp, s, ref["type_names"], nprocs=ranks, model=model,
@@ -61,7 +62,11 @@ def main():
                                            boundary=boundary)
                     compare(c, f"{name} {case} {dtype} {ranks} rank(s)", got, expect,
                             TOL[dtype], source="nequip-allegro")
+                    if dtype == "float64" and ranks == 1:
+                        one_rank = got
                     if ranks > 1:  # LAMMPS' ghosts as they are: no exchange, no folding
+                        compare(c, f"{name} {case} {ranks} ranks vs 1 rank", got, one_rank,
+                                1e-12, source="one rank")
                         c.check("ghost exchange 'none': a local model" in got["output"],
                                 f"{name} {case} on {ranks} ranks: the style did not say it "
                                 f"exchanges nothing for a local model")
