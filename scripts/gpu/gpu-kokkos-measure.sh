@@ -7,7 +7,11 @@
 # several GPUs again with one GPU per rank), then bench/bench_lammps.py, one rank, diamond Si
 # cells per edge $CELLS (default 10,20: 8,000 and 64,000 atoms) without Kokkos, with
 # `-k on g 1 -sf kk` and the plain style, and with fusednequip/kk, the same lmp and plugin,
-# $REPEATS times (default 1). PARTS=tests or PARTS=bench runs one of the two (default both).
+# $REPEATS times (default 1). PARTS=tests or PARTS=bench runs one of the two (default both);
+# PARTS=sanitize runs compute-sanitizer's memcheck and racecheck (any error fails) over the /kk
+# style's GPU code: build-kokkos/tests/gpu_device_graph, and the small case of lammps_kokkos
+# (FNQ_KOKKOS_QUICK=1: Si, one rank, and the NVE run whose steps go through
+# fnq_ctx_compute_graph_repeat_device) with every LAMMPS process under the tool.
 # Logs and JSON lines into $OUT (default /tmp).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +42,27 @@ for g in $([[ $parts == *tests* ]] && echo 1 $([ "$gpus" -ge 2 ] && echo "$gpus"
   grep -E "rank|NVE|Kokkos backends|fusednequip/kk|FAIL|SKIP" "$out/kokkos-test-g$g.log" | sed 's/^[0-9]*: //' |
     tee -a "$out/kokkos.txt"
 done
+if [[ $parts == *sanitize* ]]; then
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+    t=$(date +%s)
+    compute-sanitizer --tool $tool --error-exitcode 99 build-kokkos/tests/gpu_device_graph \
+      > "$out/sanitize-$tool-gpu_device_graph.log" 2>&1
+    echo "$tool gpu_device_graph: rc $? in $(( $(date +%s) - t )) s;" \
+      "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitize-$tool-gpu_device_graph.log" | tail -1)" |
+      tee -a "$out/kokkos.txt"
+    t=$(date +%s)
+    # every LAMMPS process writes its own report (%p: its pid)
+    FNQ_KOKKOS_QUICK=1 FNQ_LMP_WRAPPER="compute-sanitizer --tool $tool --error-exitcode 99
+      --log-file $out/sanitize-$tool-lmp-%p.log" \
+      timeout "${FNQ_TEST_SECONDS:-400}" ctest --test-dir build-kokkos -R '^lammps_kokkos$' -V \
+      > "$out/sanitize-$tool-lammps_kokkos.log" 2>&1
+    echo "$tool lammps_kokkos (small case): rc $? in $(( $(date +%s) - t )) s;" \
+      "$(cat "$out"/sanitize-$tool-lmp-*.log | grep -cE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards")" \
+      "clean of $(cat "$out"/sanitize-$tool-lmp-*.log | grep -cE "ERROR SUMMARY|RACECHECK SUMMARY") LAMMPS runs;" \
+      "$(grep -E "fusednequip/kk:" "$out/sanitize-$tool-lammps_kokkos.log" | tail -1 | sed 's/^[0-9]*: //')" |
+      tee -a "$out/kokkos.txt"
+  done
+fi
 B="python3 bench/bench_lammps.py --lmp $lmp --plugin build-kokkos/pair_style/fusednequipplugin.so
    --device cuda --dtype float32 --steps ${STEPS:-50} --configs 1x16"
 cells=${CELLS:-10,20}

@@ -13,7 +13,9 @@ most of those steps on the device arrays and the pe/atom steps through the host.
 Runs where FNQ_LMP is an lmp with the KOKKOS package (CTest lammps_kokkos, label kokkos: the lmp
 given to CMake as FNQ_LAMMPS_LMP, scripts/gpu/gpu-lammps-kokkos.sh builds one); exits 77
 (skipped) elsewhere. FNQ_LAMMPS_DEVICE: the style's device (default: cuda with a CUDA Kokkos,
-else cpu); FNQ_KOKKOS_GPUS: GPUs given to Kokkos (kokkos_args).
+else cpu); FNQ_KOKKOS_GPUS: GPUs given to Kokkos (kokkos_args). FNQ_KOKKOS_QUICK=1: Si only, the
+single point on one rank, and the NVE run (the small case scripts/gpu/gpu-kokkos-measure.sh runs
+under compute-sanitizer).
 """
 import os
 import subprocess
@@ -53,8 +55,10 @@ def kokkos_args(backends, nprocs):
     return ["-k", "on", "g", str(gpus), "-sf", "kk", "-pk", "kokkos", "newton", "on", "neigh", "half"]
 
 
-def structures():
+def structures(quick):
     si, _ = to_lammps_frame(rattled(diamond_si(2), 0.05, 3))
+    if quick:
+        return {"Si": (si, ["Si"])}
     quartz, _ = to_lammps_frame(rattled(supercell(alpha_quartz(), 2, 2, 1), 0.03, 5))
     return {"Si": (si, ["Si"]), "quartz": (quartz, ["Si", "O"])}
 
@@ -110,10 +114,11 @@ def main():
     style = f"device {device} dtype float64"
     print(f"Kokkos backends: {backends}; style {style}")
     c = Checker("fusednequip under Kokkos LAMMPS")
-    for name, (s, elements) in structures().items():
+    quick = os.environ.get("FNQ_KOKKOS_QUICK") == "1"
+    for name, (s, elements) in structures(quick).items():
         with tempfile.TemporaryDirectory() as tmp:
             ref = single_point(tmp, s, elements, style_args=style)
-        for nprocs in (1, 2, 4):
+        for nprocs in (1,) if quick else (1, 2, 4):
             args = kokkos_args(backends, nprocs)
             with tempfile.TemporaryDirectory() as tmp:
                 got = single_point(tmp, s, elements, nprocs=nprocs, style_args=style, args=args)
