@@ -45,7 +45,8 @@ done
 if [[ $parts == *sanitize* ]]; then
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     t=$(date +%s)
-    compute-sanitizer --tool $tool --error-exitcode 99 build-kokkos/tests/gpu_device_graph \
+    timeout "${FNQ_TEST_SECONDS:-400}" compute-sanitizer --tool $tool --error-exitcode 99 \
+      build-kokkos/tests/gpu_device_graph \
       > "$out/sanitize-$tool-gpu_device_graph.log" 2>&1
     echo "$tool gpu_device_graph: rc $? in $(( $(date +%s) - t )) s;" \
       "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitize-$tool-gpu_device_graph.log" | tail -1)" |
