@@ -7,7 +7,7 @@
 # run; its time: docs/developers.md) or `-L lammps`. About 20 minutes on 2 cores (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "test: set up, build, CTest, sanitizers, fuzzing (about 20 minutes on 2 cores)"
+echo "test: set up, build, CTest, sanitizers, fuzzing (about 45 minutes on 2 cores, a third of it the sanitized Python tests)"
 scripts/setup.sh --python
 cd build
 if (($#)); then
