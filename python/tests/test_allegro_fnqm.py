@@ -64,3 +64,21 @@ def test_converter_writes_the_committed_weights(ckpt, tmp_path):
         assert np.array_equal(arrays[k], want[k]), k
     head = json.loads(open(out, "rb").readline())
     assert head["architecture"] == "allegro" and head["species"] == want_cfg["species"]
+
+
+def test_coupling_check_takes_a_float32_models_rounding():
+    """A float32 model stores its coupling tensors rounded to float32 (the published Allegro
+    models are float32): the reader accepts that rounding and nothing more; a float64 model's
+    must agree to 1e-12."""
+    from fusednequip.convert.allegro_reader import same_coupling
+    cfg, _ = R.load_npz(WEIGHTS[-1])
+    ours = R._tp_tensor(cfg["tps"][0])
+    rounded = ours.astype(np.float32).astype(np.float64)
+    assert np.abs(rounded - ours).max() > 1e-12  # the check below is not vacuous
+    assert same_coupling(ours, rounded, "torch.float32")
+    assert not same_coupling(ours, rounded, "torch.float64")
+    assert same_coupling(ours, ours, "torch.float64")
+    wrong = rounded.copy()
+    wrong.flat[np.argmax(np.abs(ours))] *= 1.001
+    assert not same_coupling(ours, wrong, "torch.float32")
+    assert not same_coupling(ours, rounded[:-1], "torch.float32")

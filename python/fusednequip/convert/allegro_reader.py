@@ -107,6 +107,15 @@ def _allegro_version(path):
         return None
 
 
+def same_coupling(ours, theirs, dtype):
+    """Whether a model's coupling tensor `theirs`, stored in `dtype` (a float32 model's are
+    float32), is e3nn's Wigner 3j `ours` (float64) up to that precision's rounding"""
+    eps = 1e-12 if "64" in str(dtype) else 8 * float(np.finfo(np.float32).eps)
+    scale = max(1.0, float(np.abs(ours).max())) if ours.size else 1.0
+    return theirs.shape == ours.shape and (ours.size == 0 or
+                                           float(np.abs(ours - theirs).max()) <= eps * scale)
+
+
 def read_graph_model(graph_model, path, version=None, made_by=None, species=None):
     """(config, arrays) of a loaded nequip GraphModel holding an AllegroModel; `path` names
     it in errors"""
@@ -195,7 +204,7 @@ def read_graph_model(graph_model, path, version=None, made_by=None, species=None
             idx = np.arange(ours.shape[1])
             full[:, idx, idx, :] = theirs
             theirs = full
-        if theirs.shape != ours.shape or np.abs(ours - theirs).max() > 1e-12:
+        if not same_coupling(ours, theirs, tp.w3j.dtype):
             raise ConversionError(f"{path}: {where}: the model's coupling tensor differs from "
                                   f"e3nn's Wigner 3j of the paths {paths}")
         w = _np(tp.weights).reshape(U if tp.path_channel_coupling else 1, len(paths))
