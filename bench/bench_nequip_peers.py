@@ -16,6 +16,9 @@ another's), over the same structures and the same matscipy neighbour list:
                    AOTInductor and, on the GPU, OpenEquivariance tensor products
                    (nequip-peer-oeq[-ase].nequip.pt2, or --compiled)
   nequip-cueq      the same with cuEquivariance tensor products (nequip-peer-cueq[-ase]...)
+  nequip-triton    the same with nequip-allegro's Triton contracter (an Allegro model:
+                   nequip-peer-triton[-ase]...; fnq's model mode then takes host arrays,
+                   compute_graph, as the Allegro engine builds its graph on the host)
   nequip-torch     nequip's eager PyTorch model from the package (e3nn tensor products;
                    TorchScript is gone from PyTorch >= 2.10's nequip-compile)
   nequip-jax       bench/nequip_jax_peer.py: a 3-layer NequIP of the same widths in JAX with
@@ -32,7 +35,7 @@ Sizes go up until a peer runs out of memory: that size is reported as an error r
 stops there ("could not"); other errors are reported and the next size is tried.
 
 usage: python bench/bench_nequip_peers.py --models DIR [--sizes 8,10,16,20,25,32,40]
-           [--peers fnq,nequip-compiled,nequip-cueq,nequip-torch,nequip-jax]
+           [--peers fnq,nequip-compiled,nequip-cueq,nequip-triton,nequip-torch,nequip-jax]
            [--modes model,periodic,ase] [--device cuda|cpu]
            [--compiled DIR/nequip-peer-oeq.nequip.pt2] [--min-seconds 2] [--out FILE]
 DIR holds what make_nequip_peer_model.py made (nequip-peer.fnqm, .nequip.zip, .json and the
@@ -55,8 +58,9 @@ from peer_worker import keep, run_peer  # noqa: E402
 from si_workload import ase_step_fn  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
-PEERS = ("fnq", "nequip-compiled", "nequip-cueq", "nequip-torch", "nequip-jax")
-ACCEL = {"nequip-compiled": "oeq", "nequip-cueq": "cueq"}  # make_nequip_peer_model --accel
+PEERS = ("fnq", "nequip-compiled", "nequip-cueq", "nequip-triton", "nequip-torch", "nequip-jax")
+# make_nequip_peer_model --accel
+ACCEL = {"nequip-compiled": "oeq", "nequip-cueq": "cueq", "nequip-triton": "triton"}
 NAME = "nequip-peer"
 
 
@@ -119,7 +123,7 @@ def worker_fnq(args, record):
         energy = edges = None
         if "model" in args.mode_set:
             i, j, _, shift = neighbour_list(atoms, model.cutoff)
-            if ctx.device == "cuda":
+            if ctx.device == "cuda" and model.family != "allegro":
                 import torch
 
                 def dev(a, dtype):
@@ -369,7 +373,7 @@ def summary(rows):
                and r["mode"] == "model"]
         for r in ok:
             if (r["atoms"] == n and r["peer"] in ("nequip-compiled", "nequip-cueq",
-                                                  "nequip-torch") and ref
+                                                  "nequip-triton", "nequip-torch") and ref
                     and r["mode"] == "model"):
                 print(f"energy check {n} atoms, {r['peer']}: rel. diff to fnq "
                       f"{abs(r['energy'] - ref[0]) / abs(ref[0]):.2e}")

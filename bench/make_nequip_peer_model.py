@@ -31,7 +31,8 @@ the total energy and the stress, which nequip's ASE calculator needs:
 OUTDIR/nequip-peer-oeq-ase.nequip.pt2): it must run on the GPU machine (AOTInductor compiles for
 the device it finds). `--accel cueq`: nequip's enable_CuEquivariance modifier instead
 (nequip-peer-cueq[-ase].nequip.pt2; needs cuequivariance-torch and its ops package); `--accel
-none` (or `--no-oeq`): e3nn tensor products (nequip-peer[-ase].nequip.pt2).
+none` (or `--no-oeq`): e3nn tensor products (nequip-peer[-ase].nequip.pt2); `--accel triton`:
+an Allegro package's Triton contracter (nequip-allegro's enable_TritonContracter).
 
 openequivariance (and, for `--accel cueq`, cuequivariance and cuequivariance_torch) must be
 importable when `make` packages the model (on the CPU their source trees or pure-Python wheels on
@@ -260,7 +261,10 @@ def check(ckpt, fnqm, types, r_max, out):
     return 0 if ok64 and ok32 else 1
 
 
-MODIFIERS = {"oeq": "enable_OpenEquivariance", "cueq": "enable_CuEquivariance", "none": None}
+# triton: nequip-allegro's Triton contracter, for an Allegro package in OUTDIR (made by
+# tests/fixtures/allegro/generate.py, scripts/gpu/gpu-allegro.sh)
+MODIFIERS = {"oeq": "enable_OpenEquivariance", "cueq": "enable_CuEquivariance",
+             "triton": "enable_TritonContracter", "none": None}
 
 
 def compiled_path(outdir, accel, target):

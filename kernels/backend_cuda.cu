@@ -4,6 +4,7 @@
  * (creation, buffers), cuda_graph.cu (the graph, input checks), cuda_run.cu (the model) and
  * cuda_exchange.cu (ghost rows).
  */
+#include "allegro_engine.cuh"
 #include "backend_cuda.h"
 #include "cuda_state.cuh"
 
@@ -77,6 +78,7 @@ static int32_t cuda_device_count(void)
 extern "C" const struct fnq_backend_reg *fnq__backend_cuda_reg(void)
 {
     static const struct fnq_backend_reg reg = {FNQ_DEVICE_CUDA, &CudaTable<float>::table,
-                                               &CudaTable<double>::table, cuda_device_count};
+                                               &CudaTable<double>::table, cuda_device_count,
+                                               &allegro_table_f32, &allegro_table_f64};
     return &reg;
 }

@@ -43,17 +43,28 @@ __device__ __forceinline__ float dtanh(float x) { return tanhf(x); }
 __device__ __forceinline__ double dtanh(double x) { return tanh(x); }
 __device__ __forceinline__ float dlog1p(float x) { return log1pf(x); }
 __device__ __forceinline__ double dlog1p(double x) { return log1p(x); }
+__device__ __forceinline__ float derf(float x) { return erff(x); }
+__device__ __forceinline__ double derf(double x) { return erf(x); }
+/* log(1 + e^x), torch's threshold 20 */
+template <typename REAL> __device__ __forceinline__ REAL softplus(REAL x)
+{
+    return x > REAL(20) ? x : dlog1p(dexp(x));
+}
 
-/* enum fnq_act: 0 identity, 1 silu, 2 tanh, 3 ssp, 4 abs, 5 sigmoid */
+/* enum fnq_act: 0 identity, 1 silu, 2 tanh, 3 ssp, 4 abs, 5 sigmoid, 6 mish, 7 gelu (exact),
+ * 8 softplus */
 template <typename REAL> __device__ __forceinline__ REAL act_apply(int kind, REAL scale, REAL x)
 {
     REAL v;
     switch (kind) {
     case 1: v = x / (REAL(1) + dexp(-x)); break;
     case 2: v = dtanh(x); break;
-    case 3: v = (x > REAL(20) ? x : dlog1p(dexp(x))) - REAL(0.69314718055994530942); break; /* torch: threshold 20 */
+    case 3: v = softplus(x) - REAL(0.69314718055994530942); break;
     case 4: v = x < REAL(0) ? -x : x; break;
     case 5: v = REAL(1) / (REAL(1) + dexp(-x)); break;
+    case 6: v = x * dtanh(softplus(x)); break;
+    case 7: v = REAL(0.5) * x * (REAL(1) + derf(x * REAL(0.70710678118654752440))); break;
+    case 8: v = softplus(x); break;
     default: v = x; break;
     }
     return v * scale;
@@ -80,6 +91,16 @@ template <typename REAL> __device__ __forceinline__ REAL act_deriv(int kind, REA
         d = s * (REAL(1) - s);
         break;
     }
+    case 6: {
+        const REAL t = dtanh(softplus(x)), s = REAL(1) / (REAL(1) + dexp(-x));
+        d = t + x * (REAL(1) - t * t) * s;
+        break;
+    }
+    case 7:
+        d = REAL(0.5) * (REAL(1) + derf(x * REAL(0.70710678118654752440))) +
+            x * dexp(REAL(-0.5) * x * x) * REAL(0.39894228040143267794);
+        break;
+    case 8: d = REAL(1) / (REAL(1) + dexp(-x)); break;
     default: d = REAL(1); break;
     }
     return d * scale;

@@ -333,7 +333,9 @@ bool PairFusedNequip::device_step_possible()
 {
   const FusedNequipImpl &d = *impl;
   const int nlocal = atom->nlocal, nall = nlocal + atom->nghost;
-  return d.ctx && fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA && d.pairs_sent && d.list_audited &&
+  // (a local model's GPU engine builds its graph on the host: no device-array steps)
+  return d.ctx && fnq_ctx_device(d.ctx) == FNQ_DEVICE_CUDA && d.max_width > 0 && d.pairs_sent &&
+         d.list_audited &&
          neighbor->ago != 0 && nall == d.listed_nall && nlocal == d.listed_nlocal &&
          !eflag_atom && !vflag_atom && d.exchange != "host" && (!d.halo || d.routed);
 }

@@ -132,11 +132,16 @@ struct fnq_backend_reg {
      * ->name: "cpu", "cuda" (= fnq_device_name) */
     const struct fnq_backend_i *f32, *f64;
     int32_t (*device_count)(void);       /* devices of this kind present now (the CPU: 1) */
+    /* the tables of a separate engine for Allegro models, or NULL: f32 and f64 take them */
+    const struct fnq_backend_i *allegro_f32, *allegro_f64;
 };
-/* The entry's table for `dtype` (float32 or float64). */
+/* The entry's table for `model` in `dtype` (float32 or float64). */
 static inline const struct fnq_backend_i *fnq__backend_reg_table(const struct fnq_backend_reg *r,
+                                                                 const struct fnq_model *model,
                                                                  enum fnq_dtype dtype)
 {
+    if (model->allegro && r->allegro_f64)
+        return dtype == FNQ_DTYPE_F64 ? r->allegro_f64 : r->allegro_f32;
     return dtype == FNQ_DTYPE_F64 ? r->f64 : r->f32;
 }
 int32_t fnq__backend_reg_count(void);

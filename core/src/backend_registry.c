@@ -18,7 +18,7 @@ static int32_t cpu_device_count(void) { return 1; }
 static const struct fnq_backend_reg *cpu_reg(void)
 {
     static const struct fnq_backend_reg reg = {FNQ_DEVICE_CPU, &fnq__backend_cpu,
-                                               &fnq__backend_cpu, cpu_device_count};
+                                               &fnq__backend_cpu, cpu_device_count, NULL, NULL};
     return &reg;
 }
 

@@ -52,8 +52,8 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
     if (automatic)
         device = (cuda && cuda->device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
-    /* the CUDA kernels are NequIP's message passing: an Allegro model runs on the CPU */
-    if (model->allegro && device == FNQ_DEVICE_CUDA) {
+    /* a CUDA backend without an Allegro engine: an Allegro model runs on the CPU */
+    if (model->allegro && device == FNQ_DEVICE_CUDA && cuda && !cuda->allegro_f64) {
         if (!automatic)
             return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                              "model %s is an Allegro model; the CUDA backend evaluates "
@@ -74,7 +74,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     c->model = model;
     c->device = device;
     c->dtype = dtype;
-    c->backend = fnq__backend_reg_table(device == FNQ_DEVICE_CUDA ? cuda : cpu, dtype);
+    c->backend = fnq__backend_reg_table(device == FNQ_DEVICE_CUDA ? cuda : cpu, model, dtype);
     c->limits.cutoff = model->cutoff;
     c->limits.min_distance = 0.1;
     c->limits.max_neighbors = 1024;
@@ -89,7 +89,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         fnq__clear_error();
         c->device = FNQ_DEVICE_CPU;
         c->dtype = default_dtype ? FNQ_DTYPE_F64 : dtype;
-        c->backend = fnq__backend_reg_table(cpu, c->dtype);
+        c->backend = fnq__backend_reg_table(cpu, model, c->dtype);
         st = c->backend->init(model, c->dtype, device_id, &c->options, &c->state);
     }
     if (st != FNQ_STATUS_OK) {

@@ -48,6 +48,9 @@ void fnq__options_read(struct fnq_options *o)
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
     o->node_gemm = equals("FNQ_NODE_GEMM", "0") ? 0 : equals("FNQ_NODE_GEMM", "1") ? 1 : -1;
     o->tp_generic = equals("FNQ_TP_GENERIC", "1");
+    o->allegro_chunk = getenv("FNQ_ALLEGRO_CHUNK") ? atoi(getenv("FNQ_ALLEGRO_CHUNK")) : 0;
+    if (o->allegro_chunk < 0)
+        o->allegro_chunk = 0;
     const char *apb = getenv("FNQ_ATOMS_PER_BLOCK");
     o->atoms_per_block = apb && (!strcmp(apb, "1") || !strcmp(apb, "2") || !strcmp(apb, "4"))
                              ? atoi(apb)

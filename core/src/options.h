@@ -30,6 +30,8 @@ struct fnq_options {
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */
     int tp_generic;       /* FNQ_TP_GENERIC=1: CPU tensor products by the generic kernels only
                            * (not those generated per path kind), to compare */
+    int allegro_chunk;    /* FNQ_ALLEGRO_CHUNK: edges per chunk of the GPU's Allegro engine (0:
+                           * as many as 8 GB or half the free memory holds) */
 };
 
 /* The switches as the environment sets them now. */

@@ -1,12 +1,14 @@
-"""The library's Allegro engine (core/src/allegro_eval.inc) against nequip-allegro's own
-float64 outputs (tests/fixtures/allegro, made by nequip-allegro itself): each fixture written
-as .fnqm and evaluated through FusedNequIPCalculator on the CPU gives nequip-allegro's energy,
-per-atom energies, forces and stress to 1e-10 relative in float64 and 1e-5 in float32
-(relative: max |ours - nequip| / max |nequip| per quantity); the forces are the negative
-gradient of the energy (finite differences), translation and rotation leave the energy alone,
-ghost atoms without owners are taken as a LAMMPS rank passes them (a local model exchanges
-nothing), and a CUDA context is refused by name (no GPU engine yet) while device auto runs on
-the CPU.
+"""The library's Allegro engines, on the CPU (core/src/allegro_eval.inc) and on the GPU
+(kernels/allegro_engine.cu), against nequip-allegro's own float64 outputs
+(tests/fixtures/allegro, made by nequip-allegro itself): each fixture written as .fnqm and
+evaluated through FusedNequIPCalculator gives nequip-allegro's energy, per-atom energies, forces
+and stress to 1e-10 relative in float64 and 1e-5 in float32 (relative: max |ours - nequip| /
+max |nequip| per quantity); the forces are the negative gradient of the energy (finite
+differences), translation and rotation leave the energy alone, ghost atoms without owners are
+taken as a LAMMPS rank passes them (a local model exchanges nothing). On the GPU also: a
+structure cut into many chunks (FNQ_ALLEGRO_CHUNK) gives the CPU's float64 results and the
+same bits on every call. The GPU cases skip without a GPU (tests/gpu_pytest.py runs them as the
+CTest gpu_allegro, where nothing may skip).
 """
 import glob
 import json
@@ -30,6 +32,16 @@ WEIGHTS = sorted(glob.glob(os.path.join(FIXTURES, "*.weights.npz")))
 TOL = {"float64": 1e-10, "float32": 1e-5}
 
 
+def _gpu_present():
+    from fusednequip._lib import lib
+    names = [lib.fnq_backend_name(k).decode() for k in range(lib.fnq_backend_count())]
+    return "cuda" in names and lib.fnq_cuda_device_count() > 0
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _gpu_present(), reason="no CUDA backend or no GPU"))]
+
+
 def _name(p):
     return os.path.basename(p).split(".")[0]
 
@@ -45,13 +57,15 @@ def test_fixtures_present():
     assert len(WEIGHTS) >= 3, f"Allegro fixture weights missing in {FIXTURES}"
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
-def test_engine_equals_nequip_allegro(npz, dtype, tmp_path):
+def test_engine_equals_nequip_allegro(npz, dtype, device, tmp_path):
     model = _model(npz, tmp_path)
     ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
     assert model.family == "allegro" and model.species == ref["type_names"]
-    calc = FusedNequIPCalculator(model, device="cpu", dtype=dtype)
+    calc = FusedNequIPCalculator(model, device=device, dtype=dtype)
+    assert calc.context.device == device
     tol = TOL[dtype]
     for case, want in ref["cases"].items():
         atoms = read(os.path.join(FIXTURES, want["xyz"]))
@@ -82,8 +96,9 @@ def test_forces_are_the_energy_gradient_and_invariant(npz, tmp_path):
     assert rel(atoms.get_forces(), f @ rot.T) < 1e-10
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
-def test_ghosts_as_lammps_gives_them(npz, tmp_path):
+def test_ghosts_as_lammps_gives_them(npz, device, tmp_path):
     """A local model takes ghost atoms as they are (no owner map, no exchange), as a LAMMPS rank
     passes them: the periodic images within reach as ghosts, a full list of the owned atoms'
     pairs to them, no shifts. The owned atoms' energies, and the forces once each ghost's are
@@ -98,7 +113,7 @@ def test_ghosts_as_lammps_gives_them(npz, tmp_path):
     ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
     atoms = read(os.path.join(FIXTURES, ref["cases"]["triclinic"]["xyz"]))
     sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
-    ctx = Context(model, device="cpu", dtype="float64")
+    ctx = Context(model, device=device, dtype="float64")
     e0, ea0, f0, v0 = ctx.compute(atoms.positions, sp, atoms.cell.array, atoms.pbc)
     i, j, shift = neighbor_list("ijS", atoms, model.cutoff + 0.5)
     n = len(atoms)
@@ -127,13 +142,36 @@ def test_ghosts_as_lammps_gives_them(npz, tmp_path):
     assert rel(energies, ea0) < 1e-12 and rel(folded, f0) < 1e-12 and rel(virial, v0) < 1e-12
 
 
-def test_cuda_is_refused_by_name(tmp_path):
+def test_device_auto(tmp_path):
+    """device auto runs an Allegro model on the GPU when there is one"""
     from fusednequip import Context
-    from fusednequip.errors import FusedNequipError
     model = _model(WEIGHTS[0], tmp_path)
-    with pytest.raises(FusedNequipError, match="Allegro"):
-        Context(model, device="cuda", dtype="float32")
-    assert Context(model, device="auto").device == "cpu"
+    assert Context(model, device="auto").device == ("cuda" if _gpu_present() else "cpu")
+
+
+@pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
+@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
+def test_gpu_chunks_and_repeats(npz, tmp_path, monkeypatch):
+    """the GPU engine cuts a structure into chunks of whole centres: with chunks of ~60 edges
+    (one to a few atoms each) a 2x2x2 supercell gives the CPU's float64 results, and every
+    call the same bits in both precisions"""
+    from fusednequip import Context
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    atoms = read(os.path.join(FIXTURES, ref["cases"]["small_cell"]["xyz"])).repeat((2, 2, 2))
+    atoms.rattle(0.02, seed=5)
+    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
+    args = (atoms.positions, sp, atoms.cell.array, atoms.pbc)
+    want = Context(model, device="cpu", dtype="float64").compute(*args)
+    monkeypatch.setenv("FNQ_ALLEGRO_CHUNK", "60")
+    for dtype, tol in TOL.items():
+        ctx = Context(model, device="cuda", dtype=dtype)
+        first = ctx.compute(*args)
+        for got, exp, what in zip(first, want, ["energy", "energies", "forces", "virial"]):
+            assert rel(got, exp) <= tol, f"{dtype} {what}: {rel(got, exp):.2e}"
+        again = ctx.compute(*args)
+        for a, b in zip(first, again):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), f"{dtype}: not bitwise repeatable"
 
 
 @pytest.mark.parametrize("edit, named", [

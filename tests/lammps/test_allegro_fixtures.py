@@ -8,6 +8,10 @@ with the one-rank run (1e-12): Allegro is strictly local, so LAMMPS' own ghost a
 needs (no per-layer exchange, no folding of ghosts onto their owners: the log says so), and the
 forces on ghosts go back to their owners through LAMMPS' reverse communication.
 
+With FNQ_LAMMPS_DEVICE=cuda (CTest lammps_allegro_fixtures_gpu; exits 77 without a usable
+GPU) the same on one GPU (kernels/allegro_engine.cu), the periodic cases also on 2 ranks sharing
+it.
+
 Structures: a periodic triclinic cell, a cell shorter than the cutoff, a molecule (boundary
 f f f in a box around it) and a periodic cell with two atoms 0.6-1.0 A apart (ZBL in one model).
 Relative: max |LAMMPS - nequip-allegro| over the components divided by max |nequip-allegro|.
@@ -19,11 +23,12 @@ import sys
 import tempfile
 
 from fixture_cases import compare, lammps_case
-from lmputil import Checker, single_point
+from lmputil import Checker, gpu_available, single_point
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures", "allegro")
 TOL = {"float64": 1e-10, "float32": 1e-5}
+DEVICE = os.environ.get("FNQ_LAMMPS_DEVICE", "cpu")
 
 
 def write_fnqm(npz, path):
@@ -39,7 +44,9 @@ def write_fnqm(npz, path):
 
 
 def main():
-    c = Checker("LAMMPS vs nequip-allegro fixtures (cpu)")
+    c = Checker(f"LAMMPS vs nequip-allegro fixtures ({DEVICE})")
+    if DEVICE != "cpu" and not gpu_available():
+        sys.exit(77)
     weights = sorted(glob.glob(os.path.join(FIXTURES, "*.weights.npz")))
     c.check(len(weights) >= 3, f"expected 3 Allegro fixture models in {FIXTURES}, found "
                                f"{len(weights)}")
@@ -53,12 +60,12 @@ def main():
                 s, boundary, expect = lammps_case(os.path.join(FIXTURES, want["xyz"]), want)
                 runs = [(dtype, 1) for dtype in TOL]
                 if boundary == "p p p":
-                    runs += [("float64", 2), ("float64", 4)]
+                    runs += [("float64", 2)] + ([("float64", 4)] if DEVICE == "cpu" else [])
                 one_rank = None  # float64 on one rank, which more ranks must give again
                 for dtype, ranks in runs:
                     with tempfile.TemporaryDirectory() as tmp:
                         got = single_point(tmp, s, ref["type_names"], nprocs=ranks, model=model,
-                                           style_args=f"dtype {dtype} device cpu",
+                                           style_args=f"dtype {dtype} device {DEVICE}",
                                            boundary=boundary)
                     compare(c, f"{name} {case} {dtype} {ranks} rank(s)", got, expect,
                             TOL[dtype], source="nequip-allegro")

@@ -1,0 +1,554 @@
+/*
+ * allegro_engine.cu: Allegro on the GPU (allegro_engine.cuh). Allegro is strictly local: an
+ * edge's features depend only on its centre's environment, so a run of whole centre atoms with
+ * their edges (a chunk) is evaluated forward and backward on its own, keeping every MLP's
+ * pre-activations for the backward pass instead of computing them again, in memory bounded by
+ * the chunk's size whatever the structure's. The steps are docs/allegro.md's, in the CPU
+ * engine's order (core/src/allegro_eval.inc): the MLPs are cuBLAS GEMMs (allegro_mlp.cuh), the
+ * rest per-edge and per-centre kernels (allegro_kernels.cuh). The host uploads the active
+ * edges (within their edge type's cutoff) and takes back per-centre energies and per-edge
+ * gradients.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <vector>
+
+#include "allegro_engine.cuh"
+#include "allegro_kernels.cuh"
+#include "allegro_mlp.cuh"
+
+extern "C" {
+#include "pair_potential.h"
+}
+
+namespace fnqcu {
+namespace {
+
+using allegro::Chunk;
+using allegro::Cols;
+using allegro::Mlp;
+using allegro::Params;
+using allegro::TpLayer;
+using allegro::TpTerm;
+
+/* device memory for a chunk's per-edge or per-centre arrays is at most this (or half the free
+ * memory, if less) */
+constexpr double kChunkBytes = 8.0 * (1 << 30);
+
+template <typename REAL> struct Engine {
+    const struct fnq_model *m = nullptr;
+    const struct fnq_allegro *al = nullptr;
+    int device = 0;
+    int chunk_option = 0; /* FNQ_ALLEGRO_CHUNK: edges per chunk, or 0 */
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    int S = 0, U = 0, L = 0, N = 0, D = 0, nl = 0, nsh = 0, SX = 0, width = 1, max_dv = 1;
+    int dim_v[FNQ_ALLEGRO_MAX_LAYERS + 1] = {};
+    Params<REAL> p = {};
+    Mlp<REAL> basis_linear, two_body, tensor_embed, first_proj, readout,
+        latent[FNQ_ALLEGRO_MAX_LAYERS];
+    TpLayer<REAL> tp[FNQ_ALLEGRO_MAX_LAYERS] = {};
+    std::vector<void *> model_arrays; /* device copies of the model's tables */
+
+    /* the structure's active edges and centres, on the host and the device */
+    std::vector<double> h_vec, h_grad, h_energy, edge_grad;
+    std::vector<int32_t> h_ti, h_tj, h_centre;
+    std::vector<int64_t> h_start, h_index;
+    int64_t cap_edges = 0, cap_centres = 0;
+    double *d_vec = nullptr, *d_grad = nullptr, *d_energy = nullptr;
+    int32_t *d_ti = nullptr, *d_tj = nullptr, *d_centre = nullptr, *d_ctype = nullptr;
+    int64_t *d_start = nullptr;
+
+    /* one chunk's arrays, carved out of `arena` */
+    int64_t chunk_edges = 0, chunk_centres = 0; /* the arena's capacity */
+    int64_t run_edges = 0, run_centres = 0;     /* this structure's chunks */
+    REAL *arena = nullptr;
+    REAL *Y, *basis, *dbasis, *z0, *z, *two_pre, *w, *te_pre, *fp_pre, *X, *scal, *ro_pre, *eps,
+        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none;
+    REAL *omega[FNQ_ALLEGRO_MAX_LAYERS], *V[FNQ_ALLEGRO_MAX_LAYERS + 1],
+        *lat_pre[FNQ_ALLEGRO_MAX_LAYERS], *G[FNQ_ALLEGRO_MAX_LAYERS], *gV[2];
+};
+
+template <typename REAL> enum fnq_status upload(std::vector<void *> &owned, const void *src,
+                                                size_t bytes, const void **dst)
+{
+    void *d = nullptr;
+    FNQ_CUDA_CHECK(cudaMalloc(&d, bytes ? bytes : 1));
+    owned.push_back(d);
+    FNQ_CUDA_CHECK(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
+    *dst = d;
+    return FNQ_STATUS_OK;
+}
+
+/* n doubles as T on the device at *dst */
+template <typename REAL, typename T>
+enum fnq_status upload_as(Engine<REAL> *s, const double *src, int64_t n, const T **dst)
+{
+    std::vector<T> host((size_t)n);
+    for (int64_t q = 0; q < n; q++)
+        host[q] = (T)src[q];
+    return upload<REAL>(s->model_arrays, host.data(), sizeof(T) * (size_t)n,
+                        reinterpret_cast<const void **>(dst));
+}
+
+/* the widest hidden layer of an MLP, for the work arrays */
+template <typename REAL> void note_width(Engine<REAL> *s, const Mlp<REAL> &m)
+{
+    for (int k = 1; k < m.K; k++)
+        if (m.dim[k] > s->width)
+            s->width = m.dim[k];
+}
+
+template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
+{
+    const struct fnq_allegro_layer *Lk = &s->al->layer[k];
+    std::vector<TpTerm> terms;
+    for (int32_t q = 0; q < Lk->n_paths; q++) {
+        const struct fnq_allegro_path *P = &Lk->paths[q];
+        for (int32_t t = 0; t < P->n_terms; t++)
+            terms.push_back({(int16_t)P->i1[t], (int16_t)P->i2[t], (int16_t)P->i3[t],
+                             (int16_t)q, P->coef[t]});
+    }
+    TpLayer<REAL> &tp = s->tp[k];
+    tp.n_terms = (int)terms.size();
+    tp.n_paths = Lk->n_paths;
+    tp.din = (int)Lk->in.dim;
+    tp.dout = (int)Lk->out.dim;
+    tp.coupled = Lk->coupled;
+    FNQ_CHECK(upload<REAL>(s->model_arrays, terms.data(), sizeof(TpTerm) * terms.size(),
+                           reinterpret_cast<const void **>(&tp.terms)));
+    return upload_as(s, Lk->path_weights,
+                                 (int64_t)(Lk->coupled ? s->U : 1) * Lk->n_paths, &tp.w);
+}
+
+template <typename REAL> void engine_free(Engine<REAL> *s)
+{
+    if (!s)
+        return;
+    cudaSetDevice(s->device);
+    for (void *d : s->model_arrays)
+        cudaFree(d);
+    Mlp<REAL> *mlps[] = {&s->basis_linear, &s->two_body, &s->tensor_embed, &s->first_proj,
+                         &s->readout};
+    for (Mlp<REAL> *m : mlps)
+        allegro::mlp_release(m);
+    for (int k = 0; k < FNQ_ALLEGRO_MAX_LAYERS; k++)
+        allegro::mlp_release(&s->latent[k]);
+    cudaFree(s->arena);
+    void *arrays[] = {s->d_vec, s->d_grad, s->d_energy, s->d_ti, s->d_tj, s->d_centre,
+                      s->d_ctype, s->d_start};
+    for (void *d : arrays)
+        cudaFree(d);
+    if (s->blas)
+        cublasDestroy(s->blas);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    delete s;
+}
+
+template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
+{
+    const struct fnq_model *m = s->m;
+    const struct fnq_allegro *al = s->al;
+    if (m->lmax_sh > allegro::kMaxLmax)
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "model %s: the CUDA Allegro engine supports l_max up to %d; this model "
+                         "has l_max %d (run it on device 'cpu')",
+                         m->source, allegro::kMaxLmax, (int)m->lmax_sh);
+    FNQ_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    if (cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS)
+        return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS could not be initialised on device %d",
+                         s->device);
+    cublasSetStream(s->blas, s->stream);
+    /* cuBLAS' own choice of algorithm is deterministic; no tensor-core rounding of float32 */
+    cublasSetMathMode(s->blas, CUBLAS_PEDANTIC_MATH);
+    s->S = al->n_scalar, s->U = al->n_tensor, s->L = al->n_layers, s->N = al->n_basis;
+    s->D = 2 * al->half_embed, s->nl = m->lmax_sh + 1, s->nsh = s->nl * s->nl;
+    s->SX = s->S * (s->L + 1);
+    s->dim_v[0] = s->nsh;
+    for (int k = 0; k < s->L; k++) {
+        s->dim_v[k + 1] = (int)al->layer[k].out.dim;
+        if ((int)al->layer[k].in.dim > allegro::kMaxDim ||
+            (int)al->layer[k].out.dim > allegro::kMaxDim)
+            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                             "model %s: layer %d's tensor features have %d values per channel; "
+                             "the CUDA Allegro engine takes up to %d",
+                             m->source, k, (int)al->layer[k].out.dim, allegro::kMaxDim);
+    }
+    for (int k = 0; k <= s->L; k++)
+        if (s->dim_v[k] > s->max_dv)
+            s->max_dv = s->dim_v[k];
+
+    Params<REAL> &p = s->p;
+    p.T = m->n_species, p.S = s->S, p.U = s->U, p.N = s->N, p.H = al->half_embed;
+    p.nl = s->nl, p.nsh = s->nsh, p.lmax = m->lmax_sh;
+    p.r_max = m->cutoff, p.poly_p = al->poly_p;
+    std::vector<double> edge_scale(p.T);
+    for (int t = 0; t < p.T; t++)
+        edge_scale[t] = m->energy_scale[t] * al->edge_norm[t] * FNQ_SQRT1_2;
+    if (al->cut_by_type)
+        FNQ_CHECK(upload_as(s, al->cut_by_type, (int64_t)p.T * p.T, &p.cut));
+    FNQ_CHECK(upload_as(s, al->bessel_w, s->N, &p.bessel_w));
+    FNQ_CHECK(upload_as(s, al->center_embed, (int64_t)p.T * p.H, &p.cemb));
+    FNQ_CHECK(upload_as(s, al->neighbor_embed, (int64_t)p.T * p.H, &p.nemb));
+    FNQ_CHECK(upload_as(s, al->env_norm, p.T, &p.env_norm));
+    FNQ_CHECK(upload_as(s, edge_scale.data(), p.T, &p.edge_scale));
+    FNQ_CHECK(upload_as(s, m->energy_shift, p.T, &p.shift));
+
+    FNQ_CHECK(allegro::mlp_upload(&al->basis_linear, &s->basis_linear));
+    FNQ_CHECK(allegro::mlp_upload(&al->two_body, &s->two_body));
+    FNQ_CHECK(allegro::mlp_upload(&al->tensor_embed, &s->tensor_embed));
+    FNQ_CHECK(allegro::mlp_upload(&al->first_projection, &s->first_proj));
+    FNQ_CHECK(allegro::mlp_upload(&al->readout, &s->readout));
+    const Mlp<REAL> *fixed[] = {&s->basis_linear, &s->two_body, &s->tensor_embed, &s->first_proj,
+                                &s->readout};
+    for (const Mlp<REAL> *mlp : fixed)
+        note_width(s, *mlp);
+    for (int k = 0; k < s->L; k++) {
+        FNQ_CHECK(allegro::mlp_upload(&al->layer[k].latent, &s->latent[k]));
+        note_width(s, s->latent[k]);
+        FNQ_CHECK(upload_tp(s, k));
+    }
+    return FNQ_STATUS_OK;
+}
+
+/* values a chunk keeps per edge and per centre (the order of carve_arena) */
+template <typename REAL> int64_t values_per_edge(const Engine<REAL> *s)
+{
+    int64_t v = s->nsh * 2 + 3 * s->N + 2 * s->D + 2 * s->S + s->two_body.n_pre +
+                3 * s->U * s->nl + s->tensor_embed.n_pre + s->first_proj.n_pre + 2 * s->SX +
+                3 * s->U + s->readout.n_pre + 2 + 2 * s->width + 2 * s->U * s->max_dv;
+    for (int k = 0; k < s->L; k++)
+        v += s->U * s->nl + s->latent[k].n_pre;
+    for (int k = 0; k <= s->L; k++)
+        v += s->U * s->dim_v[k];
+    return v;
+}
+template <typename REAL> int64_t values_per_centre(const Engine<REAL> *s)
+{
+    return (int64_t)(s->L + 1) * s->U * s->nsh;
+}
+
+/* The chunk's arrays at their offsets in the arena (null pointers while s->arena is null);
+ * returns the values the arena needs. Each array starts 256-byte aligned. */
+template <typename REAL> int64_t carve_arena(Engine<REAL> *s, int64_t E, int64_t C)
+{
+    int64_t at = 0;
+    auto take = [&](int64_t rows, int64_t width) {
+        REAL *p = s->arena ? s->arena + at : nullptr;
+        at += (rows * width + 63) / 64 * 64;
+        return p;
+    };
+    s->Y = take(E, s->nsh), s->gY = take(E, s->nsh);
+    s->basis = take(E, s->N), s->dbasis = take(E, s->N), s->gbasis = take(E, s->N);
+    s->z0 = take(E, s->D), s->gz0 = take(E, s->D);
+    s->z = take(E, s->S), s->gz = take(E, s->S);
+    s->two_pre = take(E, s->two_body.n_pre);
+    s->w = take(E, s->U * s->nl), s->gw = take(E, s->U * s->nl), s->gomega = take(E, s->U * s->nl);
+    s->te_pre = take(E, s->tensor_embed.n_pre), s->fp_pre = take(E, s->first_proj.n_pre);
+    s->X = take(E, s->SX), s->gX = take(E, s->SX);
+    s->scal = take(E, s->U), s->gS = take(E, s->U);
+    s->ro_pre = take(E, s->readout.n_pre);
+    s->eps = take(E, 1), s->geps = take(E, 1);
+    s->work = take(E, 2 * s->width);
+    s->gV[0] = take(E, s->U * s->max_dv), s->gV[1] = take(E, s->U * s->max_dv);
+    for (int k = 0; k < s->L; k++)
+        s->omega[k] = take(E, s->U * s->nl), s->lat_pre[k] = take(E, s->latent[k].n_pre);
+    for (int k = 0; k <= s->L; k++)
+        s->V[k] = take(E, s->U * s->dim_v[k]);
+    for (int k = 0; k < s->L; k++)
+        s->G[k] = take(C, s->U * s->nsh);
+    s->gG = take(C, s->U * s->nsh);
+    s->none = s->work; /* pre-activations of a one-layer MLP: none are written */
+    return at;
+}
+
+/* the chunk capacity for a structure of E active edges and n centres, most edges on one centre
+ * max_degree; the arena grown to it */
+template <typename REAL>
+enum fnq_status size_chunks(Engine<REAL> *s, int64_t E, int64_t n, int64_t max_degree)
+{
+    const double per_edge = sizeof(REAL) * (double)values_per_edge(s);
+    const double per_centre = sizeof(REAL) * (double)values_per_centre(s);
+    size_t free_b = 0, total_b = 0;
+    FNQ_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const double budget = fmin(kChunkBytes, 0.5 * ((double)free_b + (double)s->chunk_edges *
+                                                   per_edge + (double)s->chunk_centres *
+                                                   per_centre));
+    int64_t e_cap = s->chunk_option > 0 ? s->chunk_option
+                                        : (int64_t)(budget / (per_edge + per_centre));
+    if (e_cap < max_degree)
+        e_cap = max_degree;
+    if (e_cap > E)
+        e_cap = E;
+    if (e_cap < 1)
+        e_cap = 1;
+    /* centres per chunk: those with edges fit in e_cap; isolated ones come 1,024 at a time */
+    int64_t c_cap = e_cap > 1024 ? e_cap : 1024;
+    c_cap = c_cap < n ? c_cap : (n > 0 ? n : 1);
+    /* the chunks follow from the structure (and the free memory), not from what the arena
+     * holds after a larger structure: the same call, the same chunks, the same bits */
+    s->run_edges = e_cap, s->run_centres = c_cap;
+    if (e_cap <= s->chunk_edges && c_cap <= s->chunk_centres)
+        return FNQ_STATUS_OK;
+    e_cap = e_cap > s->chunk_edges ? e_cap : s->chunk_edges;
+    c_cap = c_cap > s->chunk_centres ? c_cap : s->chunk_centres;
+    cudaFree(s->arena);
+    s->arena = nullptr, s->chunk_edges = s->chunk_centres = 0;
+    const int64_t values = carve_arena(s, e_cap, c_cap);
+    if (cudaMalloc(&s->arena, sizeof(REAL) * (size_t)values) != cudaSuccess) {
+        cudaGetLastError();
+        return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
+                         "out of GPU memory: %.2f GB for a chunk of %lld edges of the Allegro "
+                         "model %s (%.1f GB free on device %d)",
+                         sizeof(REAL) * (double)values / 1e9, (long long)e_cap, s->m->source,
+                         (double)free_b / 1e9, s->device);
+    }
+    s->chunk_edges = e_cap, s->chunk_centres = c_cap;
+    carve_arena(s, e_cap, c_cap);
+    return FNQ_STATUS_OK;
+}
+
+template <typename T> enum fnq_status realloc_device(T **d, int64_t n)
+{
+    cudaFree(*d);
+    *d = nullptr;
+    FNQ_CUDA_CHECK(cudaMalloc(d, sizeof(T) * (size_t)(n > 0 ? n : 1)));
+    return FNQ_STATUS_OK;
+}
+
+/* the active edges (within their type's cutoff, not of zero length) of the graph's centres */
+template <typename REAL> void collect_edges(Engine<REAL> *s, const struct fnq_graph *g)
+{
+    const struct fnq_allegro *al = s->al;
+    const int T = s->m->n_species;
+    s->h_vec.clear(), s->h_ti.clear(), s->h_tj.clear(), s->h_centre.clear(), s->h_index.clear();
+    s->h_start.assign((size_t)g->n_local + 1, 0);
+    for (int64_t i = 0; i < g->n_local; i++) {
+        s->h_start[i] = (int64_t)s->h_index.size();
+        const int32_t ti = g->species[i];
+        for (int64_t e = g->recv_start[i]; e < g->recv_start[i + 1]; e++) {
+            const int32_t tj = g->species[g->edge_send[e]];
+            const double *v = g->edge_vec + 3 * e;
+            const double d = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+            if (d <= 0.0 || (al->cut_by_type && d / al->cut_by_type[ti * T + tj] > 1.0))
+                continue;
+            s->h_vec.insert(s->h_vec.end(), v, v + 3);
+            s->h_ti.push_back(ti), s->h_tj.push_back(tj), s->h_centre.push_back((int32_t)i);
+            s->h_index.push_back(e);
+        }
+    }
+    s->h_start[g->n_local] = (int64_t)s->h_index.size();
+}
+
+template <typename REAL> enum fnq_status upload_structure(Engine<REAL> *s, const struct fnq_graph *g)
+{
+    const int64_t E = (int64_t)s->h_index.size(), n = g->n_local;
+    if (E > s->cap_edges) {
+        const int64_t cap = E + E / 4;
+        FNQ_CHECK(realloc_device(&s->d_vec, 3 * cap));
+        FNQ_CHECK(realloc_device(&s->d_grad, 3 * cap));
+        FNQ_CHECK(realloc_device(&s->d_ti, cap));
+        FNQ_CHECK(realloc_device(&s->d_tj, cap));
+        FNQ_CHECK(realloc_device(&s->d_centre, cap));
+        s->cap_edges = cap;
+    }
+    if (n + 1 > s->cap_centres) {
+        const int64_t cap = n + 1 + n / 4;
+        FNQ_CHECK(realloc_device(&s->d_energy, cap));
+        FNQ_CHECK(realloc_device(&s->d_ctype, cap));
+        FNQ_CHECK(realloc_device(&s->d_start, cap));
+        s->cap_centres = cap;
+    }
+    const cudaStream_t st = s->stream;
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_vec, s->h_vec.data(), sizeof(double) * 3 * E,
+                                   cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_ti, s->h_ti.data(), sizeof(int32_t) * E,
+                                   cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_tj, s->h_tj.data(), sizeof(int32_t) * E,
+                                   cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_centre, s->h_centre.data(), sizeof(int32_t) * E,
+                                   cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_start, s->h_start.data(), sizeof(int64_t) * (n + 1),
+                                   cudaMemcpyHostToDevice, st));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->d_ctype, g->species, sizeof(int32_t) * n,
+                                   cudaMemcpyHostToDevice, st));
+    return FNQ_STATUS_OK;
+}
+
+/* docs/allegro.md steps 1-10 forward, then back to dE/dr_e, for one chunk */
+template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk &c)
+{
+    const Params<REAL> &p = s->p;
+    const cudaStream_t st = s->stream;
+    cublasHandle_t h = s->blas;
+    const int rows = (int)c.n, S = s->S, U = s->U, nl = s->nl, SX = s->SX, L = s->L;
+    const int Unl = U * nl, N = s->N, D = s->D;
+
+    /* ---- forward ---- */
+    FNQ_CUDA_CHECK(allegro::geometry(p, c, s->Y, s->basis, s->dbasis, st));
+    const Cols<REAL> basis = {s->basis, N, N}, z0 = {s->z0, D, D}, z = {s->z, S, S},
+                     w = {s->w, Unl, Unl};
+    FNQ_CHECK(allegro::mlp_forward(h, st, s->basis_linear, rows, &basis, 1, &z0, 1, s->none,
+                                   s->work));
+    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->z0, st));
+    FNQ_CHECK(allegro::mlp_forward(h, st, s->two_body, rows, &z0, 1, &z, 1, s->two_pre, s->work));
+    FNQ_CHECK(allegro::mlp_forward(h, st, s->tensor_embed, rows, &z, 1, &w, 1, s->te_pre,
+                                   s->work));
+    FNQ_CUDA_CHECK(allegro::tensor_embed(p, c, s->w, s->Y, s->V[0], st));
+    const Cols<REAL> first_out[2] = {{s->X, SX, S}, {s->omega[0], Unl, Unl}};
+    FNQ_CHECK(allegro::mlp_forward(h, st, s->first_proj, rows, &z, 1, first_out, 2, s->fp_pre,
+                                   s->work));
+    for (int k = 0; k < L; k++) {
+        const int last = k == L - 1;
+        FNQ_CUDA_CHECK(allegro::env_sum(p, c, s->omega[k], s->Y, s->G[k], st));
+        FNQ_CUDA_CHECK(allegro::tp_forward(p, c, s->tp[k], s->V[k], s->G[k], s->V[k + 1], s->scal,
+                                           st));
+        const Cols<REAL> in[2] = {{s->X, SX, S * (k + 1)}, {s->scal, U, U}};
+        const Cols<REAL> out[2] = {{s->X + S * (k + 1), SX, S},
+                                   {last ? nullptr : s->omega[k + 1], Unl, Unl}};
+        FNQ_CHECK(allegro::mlp_forward(h, st, s->latent[k], rows, in, 2, out, last ? 1 : 2,
+                                       s->lat_pre[k], s->work));
+    }
+    const Cols<REAL> X = {s->X, SX, SX}, eps = {s->eps, 1, 1};
+    FNQ_CHECK(allegro::mlp_forward(h, st, s->readout, rows, &X, 1, &eps, 1, s->ro_pre, s->work));
+    /* energies at d_energy + first centre (centre_energy indexes from the chunk's first) */
+    FNQ_CUDA_CHECK(allegro::centre_energy(p, c, s->eps, s->d_energy + c.centre0, st));
+
+    /* ---- backward ---- */
+    const int W = s->width;
+    FNQ_CUDA_CHECK(allegro::readout_seed(p, c, s->geps, st));
+    const Cols<REAL> geps = {s->geps, 1, 1}, gX = {s->gX, SX, SX};
+    FNQ_CHECK(allegro::mlp_backward(h, st, s->readout, rows, &geps, 1, &gX, nullptr, 1, s->ro_pre,
+                                    s->work, W));
+    for (int k = L - 1; k >= 0; k--) {
+        const int last = k == L - 1;
+        const Cols<REAL> gout[2] = {{s->gX + S * (k + 1), SX, S}, {s->gomega, Unl, Unl}};
+        const Cols<REAL> gin[2] = {{s->gX, SX, S * (k + 1)}, {s->gS, U, U}};
+        const int add[2] = {1, 0};
+        FNQ_CHECK(allegro::mlp_backward(h, st, s->latent[k], rows, gout, last ? 1 : 2, gin, add, 2,
+                                        s->lat_pre[k], s->work, W));
+        FNQ_CUDA_CHECK(allegro::tp_backward(p, c, s->tp[k], s->V[k], s->G[k],
+                                            last ? nullptr : s->gV[(k + 1) & 1], s->gS,
+                                            s->gV[k & 1], s->gG, st));
+        FNQ_CUDA_CHECK(allegro::env_backward(p, c, s->gG, s->omega[k], s->Y, s->gomega, s->gY,
+                                             !last, st));
+    }
+    const Cols<REAL> gfirst[2] = {{s->gX, SX, S}, {s->gomega, Unl, Unl}};
+    const Cols<REAL> gz = {s->gz, S, S}, gw = {s->gw, Unl, Unl}, gz0 = {s->gz0, D, D},
+                     gbasis = {s->gbasis, N, N};
+    const int add_one = 1;
+    FNQ_CHECK(allegro::mlp_backward(h, st, s->first_proj, rows, gfirst, 2, &gz, nullptr, 1,
+                                    s->fp_pre, s->work, W));
+    FNQ_CUDA_CHECK(allegro::tensor_embed_backward(p, c, s->gV[0], s->Y, s->w, s->gw, s->gY, st));
+    FNQ_CHECK(allegro::mlp_backward(h, st, s->tensor_embed, rows, &gw, 1, &gz, &add_one, 1,
+                                    s->te_pre, s->work, W));
+    FNQ_CHECK(allegro::mlp_backward(h, st, s->two_body, rows, &gz, 1, &gz0, nullptr, 1,
+                                    s->two_pre, s->work, W));
+    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->gz0, st));
+    FNQ_CHECK(allegro::mlp_backward(h, st, s->basis_linear, rows, &gz0, 1, &gbasis, nullptr, 1,
+                                    s->none, s->work, W));
+    FNQ_CUDA_CHECK(allegro::edge_gradient(p, c, s->gbasis, s->dbasis, s->gY,
+                                          s->d_grad + 3 * c.edge0, st));
+    return FNQ_STATUS_OK;
+}
+
+template <typename REAL>
+enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
+                               struct fnq_results *out)
+{
+    FNQ_CUDA_CHECK(cudaSetDevice(s->device));
+    collect_edges(s, g);
+    const int64_t E = (int64_t)s->h_index.size(), n = g->n_local;
+    int64_t max_degree = 1;
+    for (int64_t i = 0; i < n; i++)
+        if (s->h_start[i + 1] - s->h_start[i] > max_degree)
+            max_degree = s->h_start[i + 1] - s->h_start[i];
+    FNQ_CHECK(upload_structure(s, g));
+    FNQ_CHECK(size_chunks(s, E, n, max_degree));
+    for (int64_t c0 = 0; c0 < n;) {
+        int64_t c1 = c0;
+        while (c1 < n && c1 - c0 < s->run_centres &&
+               s->h_start[c1 + 1] - s->h_start[c0] <= s->run_edges)
+            c1++;
+        Chunk c;
+        c.edge0 = s->h_start[c0], c.n = s->h_start[c1] - c.edge0;
+        c.centre0 = (int32_t)c0, c.nc = (int32_t)(c1 - c0);
+        c.vec = s->d_vec + 3 * c.edge0;
+        c.ti = s->d_ti + c.edge0, c.tj = s->d_tj + c.edge0, c.centre = s->d_centre + c.edge0;
+        c.start = s->d_start + c0, c.ctype = s->d_ctype + c0;
+        FNQ_CHECK(run_chunk(s, c));
+        c0 = c1;
+    }
+    s->h_grad.resize((size_t)(3 * E));
+    s->h_energy.resize((size_t)n);
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->h_grad.data(), s->d_grad, sizeof(double) * 3 * E,
+                                   cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaMemcpyAsync(s->h_energy.data(), s->d_energy, sizeof(double) * n,
+                                   cudaMemcpyDeviceToHost, s->stream));
+    FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+
+    /* the pair term, forces, virial and per-atom virials on the host, as the CPU engine */
+    double energy = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double ei = s->h_energy[i] + fnq__pair_atom_energy(s->m, g, i);
+        if (out->atom_energies)
+            out->atom_energies[i] = ei;
+        energy += ei;
+    }
+    out->energy = energy;
+    s->edge_grad.assign((size_t)(3 * g->n_edges), 0.0);
+    for (int64_t a = 0; a < E; a++)
+        memcpy(&s->edge_grad[3 * s->h_index[a]], &s->h_grad[3 * a], 3 * sizeof(double));
+    fnq__pair_add_edge_gradients(s->m, g, s->edge_grad.data());
+    fnq__assemble_edge_gradients(g, s->edge_grad.data(), out);
+    return FNQ_STATUS_OK;
+}
+
+/* The function table of one precision */
+template <typename REAL> struct AllegroTable {
+    static enum fnq_status init(const struct fnq_model *m, enum fnq_dtype dtype,
+                                int32_t device_id, const struct fnq_options *opt, void **out)
+    {
+        (void)dtype;
+        int n_dev = 0;
+        if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
+            cudaGetLastError();
+            return fnq__fail(FNQ_STATUS_DEVICE, "no usable GPU for the Allegro model %s; run it "
+                                                "on device 'cpu' (or auto)", m->source);
+        }
+        if (device_id < 0 || device_id >= n_dev)
+            return fnq__fail(FNQ_STATUS_INVALID_ARG, "CUDA device %d requested, %d present (0..%d)",
+                             device_id, n_dev, n_dev - 1);
+        FNQ_CUDA_CHECK(cudaSetDevice(device_id));
+        Engine<REAL> *s = new Engine<REAL>();
+        s->m = m, s->al = m->allegro, s->device = device_id;
+        s->chunk_option = opt->allegro_chunk;
+        const enum fnq_status st = engine_setup(s);
+        if (st != FNQ_STATUS_OK) {
+            engine_free(s);
+            return st;
+        }
+        *out = s;
+        return FNQ_STATUS_OK;
+    }
+    static void release(void *p) { engine_free(static_cast<Engine<REAL> *>(p)); }
+    static enum fnq_status compute(void *p, const struct fnq_graph *g,
+                                   const struct fnq_exchange *x, struct fnq_results *out)
+    {
+        (void)x; /* strictly local: ghosts need positions only, no exchange */
+        return engine_compute(static_cast<Engine<REAL> *>(p), g, out);
+    }
+};
+
+} // namespace
+
+const struct fnq_backend_i allegro_table_f32 = {
+    "cuda", AllegroTable<float>::init, AllegroTable<float>::release, AllegroTable<float>::compute,
+    nullptr, nullptr, nullptr, nullptr, nullptr};
+const struct fnq_backend_i allegro_table_f64 = {
+    "cuda", AllegroTable<double>::init, AllegroTable<double>::release,
+    AllegroTable<double>::compute, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+} // namespace fnqcu

@@ -1,0 +1,424 @@
+/*
+ * allegro_kernels.cu: the CUDA Allegro engine's per-edge and per-centre kernels
+ * (allegro_kernels.cuh says what each computes). They follow the CPU engine
+ * (core/src/allegro_eval.inc) operation for operation where it sums in REAL, so float64 results
+ * agree to rounding; the geometry is computed in double, as there.
+ */
+#include "allegro_kernels.cuh"
+#include "edge_ops.cuh"
+
+namespace fnqcu {
+namespace allegro {
+namespace {
+
+constexpr int kBlock = 128;
+constexpr double kPi = 3.14159265358979323846;
+
+inline unsigned blocks_for(int64_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
+
+__device__ __forceinline__ int64_t thread_index()
+{
+    return (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+/* l of spherical-harmonic component q (block l holds q = l^2 .. (l+1)^2 - 1) */
+__device__ __forceinline__ int degree_of(int q)
+{
+    int l = 0;
+    while ((l + 1) * (l + 1) <= q)
+        l++;
+    return l;
+}
+
+/* a centre's first edge and an edge's centre, chunk-local */
+__device__ __forceinline__ int64_t first_edge(const Chunk &c, int64_t i)
+{
+    return c.start[i] - c.edge0;
+}
+__device__ __forceinline__ int64_t centre_of(const Chunk &c, int64_t e)
+{
+    return c.centre[e] - c.centre0;
+}
+
+template <typename REAL> __device__ __forceinline__ double edge_cutoff(const Params<REAL> &p,
+                                                                       const Chunk &c, int64_t e)
+{
+    return p.cut ? p.cut[c.ti[e] * p.T + c.tj[e]] : p.r_max;
+}
+
+template <typename REAL, int L>
+__global__ void geometry_kernel(Params<REAL> p, Chunk c, REAL *Y, REAL *basis, REAL *dbasis)
+{
+    const int64_t e = thread_index();
+    if (e >= c.n)
+        return;
+    const double *v = c.vec + 3 * e;
+    const double d = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    const double x = d / edge_cutoff(p, c, e);
+    const double n[3] = {v[0] / d, v[1] / d, v[2] / d};
+    double y[(L + 1) * (L + 1)];
+    sh_eval_fixed<L>(n, y);
+    for (int q = 0; q < (L + 1) * (L + 1); q++)
+        Y[e * p.nsh + q] = (REAL)y[q];
+    double f, df;
+    poly_envelope(p.poly_p, x, &f, &df);
+    for (int k = 0; k < p.N; k++) {
+        const double a = kPi * p.bessel_w[k];
+        double sn, cs;
+        sincos(a * x, &sn, &cs);
+        const double b = sn / (kPi * x);
+        basis[e * p.N + k] = (REAL)(b * f);
+        dbasis[e * p.N + k] = (REAL)(((a * cs) / (kPi * x) - b / x) * f + b * df);
+    }
+}
+
+template <typename REAL> __global__ void embed_scale_kernel(Params<REAL> p, Chunk c, REAL *z0)
+{
+    const int64_t idx = thread_index(), D = 2 * p.H;
+    if (idx >= c.n * D)
+        return;
+    const int64_t e = idx / D;
+    const int k = (int)(idx % D);
+    z0[idx] *= k < p.H ? p.cemb[c.ti[e] * p.H + k] : p.nemb[c.tj[e] * p.H + k - p.H];
+}
+
+template <typename REAL>
+__global__ void tensor_embed_kernel(Params<REAL> p, Chunk c, const REAL *w, const REAL *Y,
+                                    REAL *V0)
+{
+    const int64_t idx = thread_index(), per = (int64_t)p.U * p.nsh;
+    if (idx >= c.n * per)
+        return;
+    const int64_t e = idx / per;
+    const int u = (int)(idx % per) / p.nsh, q = (int)(idx % p.nsh);
+    V0[idx] = w[(e * p.U + u) * p.nl + degree_of(q)] * Y[e * p.nsh + q];
+}
+
+template <typename REAL>
+__global__ void env_sum_kernel(Params<REAL> p, Chunk c, const REAL *omega, const REAL *Y, REAL *G)
+{
+    const int64_t idx = thread_index(), per = (int64_t)p.U * p.nsh;
+    if (idx >= c.nc * per)
+        return;
+    const int64_t i = idx / per;
+    const int u = (int)(idx % per) / p.nsh, q = (int)(idx % p.nsh), l = degree_of(q);
+    REAL sum = 0;
+    for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++)
+        sum += omega[(e * p.U + u) * p.nl + l] * Y[e * p.nsh + q];
+    G[idx] = sum * (REAL)p.env_norm[c.ctype[i]];
+}
+
+template <typename REAL>
+__global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, const REAL *Vin,
+                                  const REAL *G, REAL *Vout, REAL *scal)
+{
+    const int64_t idx = thread_index();
+    if (idx >= c.n * p.U)
+        return;
+    const int64_t e = idx / p.U;
+    const int u = (int)(idx % p.U);
+    REAL a[kMaxDim], b[kMaxDim], out[kMaxDim];
+    for (int q = 0; q < tp.din; q++)
+        a[q] = Vin[idx * tp.din + q];
+    for (int q = 0; q < p.nsh; q++)
+        b[q] = G[(centre_of(c, e) * p.U + u) * p.nsh + q];
+    for (int q = 0; q < tp.dout; q++)
+        out[q] = 0;
+    const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
+    for (int t = 0; t < tp.n_terms; t++) {
+        const TpTerm T = tp.terms[t];
+        out[T.i3] += w[T.path] * (REAL)T.coef * a[T.i1] * b[T.i2];
+    }
+    for (int q = 0; q < tp.dout; q++)
+        Vout[idx * tp.dout + q] = out[q];
+    scal[idx] = out[0];
+}
+
+template <typename REAL>
+__global__ void centre_energy_kernel(Params<REAL> p, Chunk c, const REAL *eps, double *energy)
+{
+    const int64_t i = thread_index();
+    if (i >= c.nc)
+        return;
+    double sum = 0.0;
+    for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++)
+        sum += (double)eps[e];
+    const int t = c.ctype[i];
+    energy[i] = p.edge_scale[t] * sum + p.shift[t];
+}
+
+template <typename REAL> __global__ void readout_seed_kernel(Params<REAL> p, Chunk c, REAL *g)
+{
+    const int64_t e = thread_index();
+    if (e < c.n)
+        g[e] = (REAL)p.edge_scale[c.ctype[centre_of(c, e)]];
+}
+
+template <typename REAL>
+__global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, const REAL *Vin,
+                                   const REAL *G, const REAL *gVout, const REAL *gscal,
+                                   REAL *gVin, REAL *gG)
+{
+    const int64_t idx = thread_index();
+    if (idx >= (int64_t)c.nc * p.U)
+        return;
+    const int64_t i = idx / p.U;
+    const int u = (int)(idx % p.U);
+    REAL b[kMaxDim], gb[kMaxDim], a[kMaxDim], ga[kMaxDim], gc[kMaxDim];
+    for (int q = 0; q < p.nsh; q++)
+        b[q] = G[idx * p.nsh + q], gb[q] = 0;
+    const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
+    for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++) {
+        const int64_t eu = e * p.U + u;
+        for (int q = 0; q < tp.din; q++)
+            a[q] = Vin[eu * tp.din + q], ga[q] = 0;
+        for (int q = 0; q < tp.dout; q++)
+            gc[q] = gVout ? gVout[eu * tp.dout + q] : REAL(0);
+        gc[0] += gscal[eu];
+        for (int t = 0; t < tp.n_terms; t++) {
+            const TpTerm T = tp.terms[t];
+            const REAL wc = w[T.path] * (REAL)T.coef * gc[T.i3];
+            ga[T.i1] += wc * b[T.i2];
+            gb[T.i2] += wc * a[T.i1];
+        }
+        for (int q = 0; q < tp.din; q++)
+            gVin[eu * tp.din + q] = ga[q];
+    }
+    for (int q = 0; q < p.nsh; q++)
+        gG[idx * p.nsh + q] = gb[q];
+}
+
+template <typename REAL>
+__global__ void env_backward_kernel(Params<REAL> p, Chunk c, const REAL *gG, const REAL *omega,
+                                    const REAL *Y, REAL *gomega, REAL *gY, int add_gY)
+{
+    const int64_t e = thread_index();
+    if (e >= c.n)
+        return;
+    const int64_t i = centre_of(c, e);
+    const REAL cc = (REAL)p.env_norm[c.ctype[i]];
+    REAL y[kMaxDim], gy[kMaxDim];
+    for (int q = 0; q < p.nsh; q++)
+        y[q] = Y[e * p.nsh + q], gy[q] = add_gY ? gY[e * p.nsh + q] : REAL(0);
+    for (int u = 0; u < p.U; u++) {
+        const REAL *g = gG + (i * p.U + u) * p.nsh;
+        for (int l = 0; l < p.nl; l++) {
+            const REAL om = omega[(e * p.U + u) * p.nl + l];
+            REAL s = 0;
+            for (int q = l * l; q < (l + 1) * (l + 1); q++) {
+                s += cc * g[q] * y[q];
+                gy[q] += cc * g[q] * om;
+            }
+            gomega[(e * p.U + u) * p.nl + l] = s;
+        }
+    }
+    for (int q = 0; q < p.nsh; q++)
+        gY[e * p.nsh + q] = gy[q];
+}
+
+template <typename REAL>
+__global__ void tensor_embed_backward_kernel(Params<REAL> p, Chunk c, const REAL *gV0,
+                                             const REAL *Y, const REAL *w, REAL *gw, REAL *gY)
+{
+    const int64_t e = thread_index();
+    if (e >= c.n)
+        return;
+    REAL y[kMaxDim], gy[kMaxDim];
+    for (int q = 0; q < p.nsh; q++)
+        y[q] = Y[e * p.nsh + q], gy[q] = gY[e * p.nsh + q];
+    for (int u = 0; u < p.U; u++) {
+        const REAL *g = gV0 + (e * p.U + u) * p.nsh;
+        for (int l = 0; l < p.nl; l++) {
+            const int64_t ul = (e * p.U + u) * p.nl + l;
+            REAL s = 0;
+            for (int q = l * l; q < (l + 1) * (l + 1); q++) {
+                s += g[q] * y[q];
+                gy[q] += g[q] * w[ul];
+            }
+            gw[ul] = s;
+        }
+    }
+    for (int q = 0; q < p.nsh; q++)
+        gY[e * p.nsh + q] = gy[q];
+}
+
+template <typename REAL, int L>
+__global__ void edge_gradient_kernel(Params<REAL> p, Chunk c, const REAL *gbasis,
+                                     const REAL *dbasis, const REAL *gY, double *grad)
+{
+    const int64_t e = thread_index();
+    if (e >= c.n)
+        return;
+    double gd = 0.0;
+    for (int k = 0; k < p.N; k++)
+        gd += (double)gbasis[e * p.N + k] * (double)dbasis[e * p.N + k];
+    gd /= edge_cutoff(p, c, e);
+    const double *v = c.vec + 3 * e;
+    const double d = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    const double n[3] = {v[0] / d, v[1] / d, v[2] / d};
+    double y[(L + 1) * (L + 1)], a[(L + 1) * (L + 1)], t[3];
+    sh_eval_fixed<L>(n, y);
+    for (int q = 0; q < (L + 1) * (L + 1); q++)
+        a[q] = (double)gY[e * p.nsh + q];
+    sh_grad_fixed<L>(y, a, t);
+    const double tn = t[0] * n[0] + t[1] * n[1] + t[2] * n[2];
+    for (int k = 0; k < 3; k++)
+        grad[3 * e + k] = gd * n[k] + (t[k] - tn * n[k]) / d;
+}
+
+} // namespace
+
+template <typename REAL>
+cudaError_t geometry(const Params<REAL> &p, const Chunk &c, REAL *Y, REAL *basis, REAL *dbasis,
+                     cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    static_assert(kMaxLmax <= FNQ_SH_LMAX, "spherical harmonics up to kMaxLmax are generated");
+    const unsigned nb = blocks_for(c.n);
+    switch (p.lmax) {
+    case 0: geometry_kernel<REAL, 0><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
+    case 1: geometry_kernel<REAL, 1><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
+    case 2: geometry_kernel<REAL, 2><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
+    default: geometry_kernel<REAL, 3><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
+    }
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t embed_scale(const Params<REAL> &p, const Chunk &c, REAL *z0, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    embed_scale_kernel<<<blocks_for(c.n * 2 * p.H), kBlock, 0, s>>>(p, c, z0);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t tensor_embed(const Params<REAL> &p, const Chunk &c, const REAL *w, const REAL *Y,
+                         REAL *V0, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    tensor_embed_kernel<<<blocks_for(c.n * p.U * p.nsh), kBlock, 0, s>>>(p, c, w, Y, V0);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t env_sum(const Params<REAL> &p, const Chunk &c, const REAL *omega, const REAL *Y,
+                    REAL *G, cudaStream_t s)
+{
+    if (c.nc == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    env_sum_kernel<<<blocks_for((int64_t)c.nc * p.U * p.nsh), kBlock, 0, s>>>(p, c, omega, Y, G);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
+                       const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    tp_forward_kernel<<<blocks_for(c.n * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, Vout, scal);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t centre_energy(const Params<REAL> &p, const Chunk &c, const REAL *eps, double *energy,
+                          cudaStream_t s)
+{
+    if (c.nc == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    centre_energy_kernel<<<blocks_for(c.nc), kBlock, 0, s>>>(p, c, eps, energy);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t readout_seed(const Params<REAL> &p, const Chunk &c, REAL *g, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    readout_seed_kernel<<<blocks_for(c.n), kBlock, 0, s>>>(p, c, g);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t tp_backward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
+                        const REAL *Vin, const REAL *G, const REAL *gVout, const REAL *gscal,
+                        REAL *gVin, REAL *gG, cudaStream_t s)
+{
+    if (c.nc == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    tp_backward_kernel<<<blocks_for((int64_t)c.nc * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, gVout,
+                                                                        gscal, gVin, gG);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t env_backward(const Params<REAL> &p, const Chunk &c, const REAL *gG, const REAL *omega,
+                         const REAL *Y, REAL *gomega, REAL *gY, int add_gY, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    env_backward_kernel<<<blocks_for(c.n), kBlock, 0, s>>>(p, c, gG, omega, Y, gomega, gY,
+                                                           add_gY);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t tensor_embed_backward(const Params<REAL> &p, const Chunk &c, const REAL *gV0,
+                                  const REAL *Y, const REAL *w, REAL *gw, REAL *gY,
+                                  cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    tensor_embed_backward_kernel<<<blocks_for(c.n), kBlock, 0, s>>>(p, c, gV0, Y, w, gw, gY);
+    return cudaGetLastError();
+}
+
+template <typename REAL>
+cudaError_t edge_gradient(const Params<REAL> &p, const Chunk &c, const REAL *gbasis,
+                          const REAL *dbasis, const REAL *gY, double *grad, cudaStream_t s)
+{
+    if (c.n == 0) /* a launch of no blocks is an error */
+        return cudaSuccess;
+    const unsigned nb = blocks_for(c.n);
+    switch (p.lmax) {
+    case 0: edge_gradient_kernel<REAL, 0><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
+    case 1: edge_gradient_kernel<REAL, 1><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
+    case 2: edge_gradient_kernel<REAL, 2><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
+    default: edge_gradient_kernel<REAL, 3><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
+    }
+    return cudaGetLastError();
+}
+
+#define FNQ_ALLEGRO_KERNELS(REAL)                                                               \
+    template cudaError_t geometry(const Params<REAL> &, const Chunk &, REAL *, REAL *, REAL *,  \
+                                  cudaStream_t);                                                \
+    template cudaError_t embed_scale(const Params<REAL> &, const Chunk &, REAL *, cudaStream_t); \
+    template cudaError_t tensor_embed(const Params<REAL> &, const Chunk &, const REAL *,        \
+                                      const REAL *, REAL *, cudaStream_t);                      \
+    template cudaError_t env_sum(const Params<REAL> &, const Chunk &, const REAL *,             \
+                                 const REAL *, REAL *, cudaStream_t);                           \
+    template cudaError_t tp_forward(const Params<REAL> &, const Chunk &, const TpLayer<REAL> &, \
+                                    const REAL *, const REAL *, REAL *, REAL *, cudaStream_t);  \
+    template cudaError_t centre_energy(const Params<REAL> &, const Chunk &, const REAL *,       \
+                                       double *, cudaStream_t);                                 \
+    template cudaError_t readout_seed(const Params<REAL> &, const Chunk &, REAL *, cudaStream_t); \
+    template cudaError_t tp_backward(const Params<REAL> &, const Chunk &, const TpLayer<REAL> &, \
+                                     const REAL *, const REAL *, const REAL *, const REAL *,    \
+                                     REAL *, REAL *, cudaStream_t);                             \
+    template cudaError_t env_backward(const Params<REAL> &, const Chunk &, const REAL *,        \
+                                      const REAL *, const REAL *, REAL *, REAL *, int,          \
+                                      cudaStream_t);                                            \
+    template cudaError_t tensor_embed_backward(const Params<REAL> &, const Chunk &,             \
+                                               const REAL *, const REAL *, const REAL *,        \
+                                               REAL *, REAL *, cudaStream_t);                   \
+    template cudaError_t edge_gradient(const Params<REAL> &, const Chunk &, const REAL *,       \
+                                       const REAL *, const REAL *, double *, cudaStream_t);
+FNQ_ALLEGRO_KERNELS(float)
+FNQ_ALLEGRO_KERNELS(double)
+
+} // namespace allegro
+} // namespace fnqcu

@@ -1,0 +1,60 @@
+/*
+ * allegro_mlp.cuh: Allegro's scalar MLPs over the rows of one chunk (one row per edge), as
+ * cuBLAS GEMMs with the activation a kernel of its own (allegro_mlp.cu). An MLP's input and
+ * output may each be up to two column ranges of different arrays (the latent MLPs read
+ * [x^0 .. x^k | scalars] and write [x^(k+1) | omega^(k+1)] where they live, docs/allegro.md
+ * step 7d): each range meets its block of the weight matrix in a GEMM of its own, so nothing
+ * is gathered or scattered. cuBLAS gives the same bits on every run for the same sizes on the
+ * same GPU, so the engine stays bitwise reproducible.
+ */
+#pragma once
+
+#include <cublas_v2.h>
+
+#include "common.cuh"
+
+extern "C" {
+#include "allegro.h"
+}
+
+namespace fnqcu {
+namespace allegro {
+
+/* x <- act(x W_0) ... W_{K-1}, weights [dim[k]][dim[k+1]] row-major on the device */
+template <typename REAL> struct Mlp {
+    int K = 0;
+    int dim[FNQ_ALLEGRO_MAX_MLP + 1] = {};
+    REAL *w[FNQ_ALLEGRO_MAX_MLP] = {};
+    int act_kind = 0;
+    REAL act_scale = 1;
+    int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
+};
+
+/* A column range of a row-major array: row r's values at p + r * ld, `cols` of them */
+template <typename REAL> struct Cols {
+    REAL *p;
+    int ld, cols;
+};
+
+template <typename REAL>
+enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, Mlp<REAL> *dst);
+template <typename REAL> void mlp_release(Mlp<REAL> *m);
+
+/* out = MLP(in) for `rows` rows; in: n_in ranges covering dim[0], out: n_out covering dim[K];
+ * the hidden pre-activations kept at pre (rows x n_pre) for the backward pass; work: rows x
+ * (the widest hidden layer) */
+template <typename REAL>
+enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+                            const Cols<REAL> *in, int n_in, const Cols<REAL> *out, int n_out,
+                            REAL *pre, REAL *work);
+
+/* gin = (dMLP/din)^T gout for the rows whose pre-activations mlp_forward kept at pre; gout: n_g
+ * ranges covering dim[K], gin: n_gin ranges covering dim[0], range t added to (add[t]) or
+ * written; work: 2 x rows x (the widest hidden layer) */
+template <typename REAL>
+enum fnq_status mlp_backward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+                             const Cols<REAL> *gout, int n_g, const Cols<REAL> *gin,
+                             const int *add, int n_gin, const REAL *pre, REAL *work, int width);
+
+} // namespace allegro
+} // namespace fnqcu

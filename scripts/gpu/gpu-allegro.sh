@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The CUDA Allegro engine (kernels/allegro_engine.cu) on a GPU machine, in parts (PARTS, default
+# "tests"; several: PARTS="tests peer"):
+#   tests  the Allegro GPU tests on a carried or built build-gpu/: gpu_allegro's pytest run (the
+#          fixtures in both precisions, ghosts, small chunks, bitwise repeats; pytest from
+#          .whl/lite) and lammps_allegro_fixtures_gpu (LAMMPS built into /tmp/fnq-lammps first
+#          if missing)
+#   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
+#          (tests/fixtures/allegro/generate.py --full-width) into $OUT/allegro-peer, our
+#          conversion checked against nequip-allegro's outputs on the GPU, nequip-allegro's
+#          compiled peer (AOTInductor, Triton contracter, target ase) and both timed by
+#          bench/bench_nequip_peers.py (SIZES, default 8,10,16,20: 4,096 to 64,000 atoms; MODES,
+#          default model,ase)
+# Needs .deps, .whl/lite (nequip, nequip-allegro and what they need beyond the machine's
+# PyTorch, pytest: scripts/gpu/README.md), .models/nequix (nequix-mp-1, for the GPU check of
+# the LAMMPS test) and, for tests without a carried build-gpu/, .lammps-src.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0
+OUT=${OUT:-/tmp}
+parts=" ${PARTS:-tests} "
+source scripts/gpu/device-deps.sh
+[ -x build-gpu/cli/fusednequip ] || bash scripts/gpu/gpu-lammps.sh
+export FNQ_NEQUIP_WHEELS=.whl/lite FUSEDNEQUIP_MODEL_DIR=$PWD/.models
+source scripts/gpu/gpu-nequip-env.sh
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+if [[ $parts == *" tests "* ]]; then
+  if [ ! -x /tmp/fnq-lammps/lmp ]; then # LAMMPS alone, as gpu-suite.sh (~70 s)
+    cmake -S .lammps-src/cmake -B /tmp/fnq-lammps -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on \
+      -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on -DBUILD_SHARED_LIBS=on \
+      -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off -DWITH_GZIP=off -DWITH_FFMPEG=off \
+      > /dev/null
+    cmake --build /tmp/fnq-lammps -j "$(nproc)" > "$OUT/lammps-build.log" 2>&1
+  fi
+  # gpu_allegro's command with this environment's Python path (pytest from .whl/lite)
+  python3 tests/gpu_pytest.py python/tests/test_allegro_engine.py -k "cuda or gpu or auto" \
+    2>&1 | tee "$OUT/allegro-tests.txt"
+  ctest --test-dir build-gpu --output-on-failure -R lammps_allegro_fixtures_gpu \
+    2>&1 | tee -a "$OUT/allegro-tests.txt"
+fi
+
+if [[ $parts == *" peer "* ]]; then
+  dir=$OUT/allegro-peer
+  mkdir -p "$dir"
+  if [ ! -f "$dir/nequip-peer.fnqm" ]; then
+    ( cd "$dir" && python3 "$OLDPWD/tests/fixtures/allegro/generate.py" --full-width \
+        --model-dtype float32 "$dir" ) > "$OUT/allegro-generate.log" 2>&1 ||
+      { tail -30 "$OUT/allegro-generate.log"; exit 1; }
+    tail -8 "$OUT/allegro-generate.log"
+    cp "$dir/allegro_oam_l_widths_2sp.fnqm" "$dir/nequip-peer.fnqm"
+    cp "$dir/allegro_oam_l_widths_2sp.nequip.zip" "$dir/nequip-peer.nequip.zip"
+    python3 -c "import json; json.dump({'type_names': ['Si', 'O'], 'options': {'r_max': 7.0}},
+                                       open('$dir/nequip-peer.json', 'w'))"
+  fi
+  # our GPU engine on the converted float32 model against nequip-allegro's float32 outputs
+  python3 - "$dir" <<'EOF'
+import json, os, sys
+import numpy as np
+from ase.io import read
+from fusednequip import FusedNequIPCalculator, Model
+d = sys.argv[1]
+model = Model(os.path.join(d, "nequip-peer.fnqm"))
+ref = json.load(open(os.path.join(d, "allegro_oam_l_widths_2sp.json")))
+for dtype in ("float32", "float64"):
+    calc = FusedNequIPCalculator(model, device="cuda", dtype=dtype)
+    for case, want in sorted(ref["cases"].items()):
+        atoms = read(os.path.join(d, want["xyz"]))
+        atoms.calc = calc
+        dev = {k: np.abs(np.asarray(got) - np.asarray(want[k])).max() /
+                  np.abs(np.asarray(want[k])).max()
+               for k, got in (("energy", atoms.get_potential_energy()),
+                              ("energies", atoms.get_potential_energies()),
+                              ("forces", atoms.get_forces()))}
+        print(f"GPU {dtype} vs nequip-allegro float32, {case}: " +
+              ", ".join(f"{k} {v:.2e}" for k, v in dev.items()))
+EOF
+  if [ ! -f "$dir/nequip-peer-triton-ase.nequip.pt2" ]; then
+    python3 bench/make_nequip_peer_model.py compile "$dir" --accel triton --target ase \
+      > "$OUT/allegro-compile.log" 2>&1 || { tail -30 "$OUT/allegro-compile.log"; exit 1; }
+  fi
+  python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq,nequip-triton \
+    --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
+    --out "$OUT/allegro-peers.jsonl" 2>&1 | tee "$OUT/allegro-peers.txt"
+fi
