@@ -41,9 +41,12 @@ template <typename REAL> struct Engine {
     const struct fnq_allegro *al = nullptr;
     int device = 0;
     int chunk_option = 0; /* FNQ_ALLEGRO_CHUNK: edges per chunk, or 0 */
+    int tf32 = 0;         /* FNQ_TF32=1 in float32: the MLPs' GEMMs 3xTF32 (allegro_mlp.cuh) */
+    allegro::Gemm<REAL> gemm = {};
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
     int S = 0, U = 0, L = 0, N = 0, D = 0, nl = 0, nsh = 0, SX = 0, width = 1, max_dv = 1;
+    int max_dim = 1; /* the widest layer of any MLP, inputs and outputs included */
     int dim_v[FNQ_ALLEGRO_MAX_LAYERS + 1] = {};
     Params<REAL> p = {};
     Mlp<REAL> basis_linear, two_body, tensor_embed, first_proj, readout,
@@ -92,12 +95,15 @@ enum fnq_status upload_as(Engine<REAL> *s, const double *src, int64_t n, const T
                         reinterpret_cast<const void **>(dst));
 }
 
-/* the widest hidden layer of an MLP, for the work arrays */
+/* the widest hidden layer of an MLP (the work arrays) and widest layer (the TF32 split) */
 template <typename REAL> void note_width(Engine<REAL> *s, const Mlp<REAL> &m)
 {
-    for (int k = 1; k < m.K; k++)
-        if (m.dim[k] > s->width)
+    for (int k = 0; k <= m.K; k++) {
+        if (k > 0 && k < m.K && m.dim[k] > s->width)
             s->width = m.dim[k];
+        if (m.dim[k] > s->max_dim)
+            s->max_dim = m.dim[k];
+    }
 }
 
 template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
@@ -161,8 +167,10 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
         return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS could not be initialised on device %d",
                          s->device);
     cublasSetStream(s->blas, s->stream);
-    /* cuBLAS' own choice of algorithm is deterministic; no tensor-core rounding of float32 */
-    cublasSetMathMode(s->blas, CUBLAS_PEDANTIC_MATH);
+    s->gemm = {s->blas, s->stream, s->tf32, nullptr};
+    /* cuBLAS' choice of algorithm is deterministic; pedantic: float32 GEMMs stay float32
+     * whatever NVIDIA_TF32_OVERRIDE says (the 3xTF32 GEMMs name their compute type) */
+    cublasSetMathMode(s->blas, s->tf32 ? CUBLAS_DEFAULT_MATH : CUBLAS_PEDANTIC_MATH);
     s->S = al->n_scalar, s->U = al->n_tensor, s->L = al->n_layers, s->N = al->n_basis;
     s->D = 2 * al->half_embed, s->nl = m->lmax_sh + 1, s->nsh = s->nl * s->nl;
     s->SX = s->S * (s->L + 1);
@@ -196,17 +204,17 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
     FNQ_CHECK(upload_as(s, edge_scale.data(), p.T, &p.edge_scale));
     FNQ_CHECK(upload_as(s, m->energy_shift, p.T, &p.shift));
 
-    FNQ_CHECK(allegro::mlp_upload(&al->basis_linear, &s->basis_linear));
-    FNQ_CHECK(allegro::mlp_upload(&al->two_body, &s->two_body));
-    FNQ_CHECK(allegro::mlp_upload(&al->tensor_embed, &s->tensor_embed));
-    FNQ_CHECK(allegro::mlp_upload(&al->first_projection, &s->first_proj));
-    FNQ_CHECK(allegro::mlp_upload(&al->readout, &s->readout));
+    FNQ_CHECK(allegro::mlp_upload(&al->basis_linear, s->tf32, &s->basis_linear));
+    FNQ_CHECK(allegro::mlp_upload(&al->two_body, s->tf32, &s->two_body));
+    FNQ_CHECK(allegro::mlp_upload(&al->tensor_embed, s->tf32, &s->tensor_embed));
+    FNQ_CHECK(allegro::mlp_upload(&al->first_projection, s->tf32, &s->first_proj));
+    FNQ_CHECK(allegro::mlp_upload(&al->readout, s->tf32, &s->readout));
     const Mlp<REAL> *fixed[] = {&s->basis_linear, &s->two_body, &s->tensor_embed, &s->first_proj,
                                 &s->readout};
     for (const Mlp<REAL> *mlp : fixed)
         note_width(s, *mlp);
     for (int k = 0; k < s->L; k++) {
-        FNQ_CHECK(allegro::mlp_upload(&al->layer[k].latent, &s->latent[k]));
+        FNQ_CHECK(allegro::mlp_upload(&al->layer[k].latent, s->tf32, &s->latent[k]));
         note_width(s, s->latent[k]);
         FNQ_CHECK(upload_tp(s, k));
     }
@@ -218,7 +226,8 @@ template <typename REAL> int64_t values_per_edge(const Engine<REAL> *s)
 {
     int64_t v = s->nsh * 2 + 3 * s->N + 2 * s->D + 2 * s->S + s->two_body.n_pre +
                 3 * s->U * s->nl + s->tensor_embed.n_pre + s->first_proj.n_pre + 2 * s->SX +
-                3 * s->U + s->readout.n_pre + 2 + 2 * s->width + 2 * s->U * s->max_dv;
+                3 * s->U + s->readout.n_pre + 2 + 2 * s->width + 2 * s->U * s->max_dv +
+                (s->tf32 ? 2 * s->max_dim : 0);
     for (int k = 0; k < s->L; k++)
         v += s->U * s->nl + s->latent[k].n_pre;
     for (int k = 0; k <= s->L; k++)
@@ -261,6 +270,7 @@ template <typename REAL> int64_t carve_arena(Engine<REAL> *s, int64_t E, int64_t
         s->G[k] = take(C, s->U * s->nsh);
     s->gG = take(C, s->U * s->nsh);
     s->none = s->work; /* pre-activations of a one-layer MLP: none are written */
+    s->gemm.split = s->tf32 ? take(E, 2 * s->max_dim) : nullptr;
     return at;
 }
 
@@ -382,7 +392,7 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
 {
     const Params<REAL> &p = s->p;
     const cudaStream_t st = s->stream;
-    cublasHandle_t h = s->blas;
+    const allegro::Gemm<REAL> &g = s->gemm;
     const int rows = (int)c.n, S = s->S, U = s->U, nl = s->nl, SX = s->SX, L = s->L;
     const int Unl = U * nl, N = s->N, D = s->D;
 
@@ -390,15 +400,15 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     FNQ_CUDA_CHECK(allegro::geometry(p, c, s->Y, s->basis, s->dbasis, st));
     const Cols<REAL> basis = {s->basis, N, N}, z0 = {s->z0, D, D}, z = {s->z, S, S},
                      w = {s->w, Unl, Unl};
-    FNQ_CHECK(allegro::mlp_forward(h, st, s->basis_linear, rows, &basis, 1, &z0, 1, s->none,
+    FNQ_CHECK(allegro::mlp_forward(g, s->basis_linear, rows, &basis, 1, &z0, 1, s->none,
                                    s->work));
     FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->z0, st));
-    FNQ_CHECK(allegro::mlp_forward(h, st, s->two_body, rows, &z0, 1, &z, 1, s->two_pre, s->work));
-    FNQ_CHECK(allegro::mlp_forward(h, st, s->tensor_embed, rows, &z, 1, &w, 1, s->te_pre,
+    FNQ_CHECK(allegro::mlp_forward(g, s->two_body, rows, &z0, 1, &z, 1, s->two_pre, s->work));
+    FNQ_CHECK(allegro::mlp_forward(g, s->tensor_embed, rows, &z, 1, &w, 1, s->te_pre,
                                    s->work));
     FNQ_CUDA_CHECK(allegro::tensor_embed(p, c, s->w, s->Y, s->V[0], st));
     const Cols<REAL> first_out[2] = {{s->X, SX, S}, {s->omega[0], Unl, Unl}};
-    FNQ_CHECK(allegro::mlp_forward(h, st, s->first_proj, rows, &z, 1, first_out, 2, s->fp_pre,
+    FNQ_CHECK(allegro::mlp_forward(g, s->first_proj, rows, &z, 1, first_out, 2, s->fp_pre,
                                    s->work));
     for (int k = 0; k < L; k++) {
         const int last = k == L - 1;
@@ -408,11 +418,11 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
         const Cols<REAL> in[2] = {{s->X, SX, S * (k + 1)}, {s->scal, U, U}};
         const Cols<REAL> out[2] = {{s->X + S * (k + 1), SX, S},
                                    {last ? nullptr : s->omega[k + 1], Unl, Unl}};
-        FNQ_CHECK(allegro::mlp_forward(h, st, s->latent[k], rows, in, 2, out, last ? 1 : 2,
+        FNQ_CHECK(allegro::mlp_forward(g, s->latent[k], rows, in, 2, out, last ? 1 : 2,
                                        s->lat_pre[k], s->work));
     }
     const Cols<REAL> X = {s->X, SX, SX}, eps = {s->eps, 1, 1};
-    FNQ_CHECK(allegro::mlp_forward(h, st, s->readout, rows, &X, 1, &eps, 1, s->ro_pre, s->work));
+    FNQ_CHECK(allegro::mlp_forward(g, s->readout, rows, &X, 1, &eps, 1, s->ro_pre, s->work));
     /* energies at d_energy + first centre (centre_energy indexes from the chunk's first) */
     FNQ_CUDA_CHECK(allegro::centre_energy(p, c, s->eps, s->d_energy + c.centre0, st));
 
@@ -420,14 +430,14 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     const int W = s->width;
     FNQ_CUDA_CHECK(allegro::readout_seed(p, c, s->geps, st));
     const Cols<REAL> geps = {s->geps, 1, 1}, gX = {s->gX, SX, SX};
-    FNQ_CHECK(allegro::mlp_backward(h, st, s->readout, rows, &geps, 1, &gX, nullptr, 1, s->ro_pre,
+    FNQ_CHECK(allegro::mlp_backward(g, s->readout, rows, &geps, 1, &gX, nullptr, 1, s->ro_pre,
                                     s->work, W));
     for (int k = L - 1; k >= 0; k--) {
         const int last = k == L - 1;
         const Cols<REAL> gout[2] = {{s->gX + S * (k + 1), SX, S}, {s->gomega, Unl, Unl}};
         const Cols<REAL> gin[2] = {{s->gX, SX, S * (k + 1)}, {s->gS, U, U}};
         const int add[2] = {1, 0};
-        FNQ_CHECK(allegro::mlp_backward(h, st, s->latent[k], rows, gout, last ? 1 : 2, gin, add, 2,
+        FNQ_CHECK(allegro::mlp_backward(g, s->latent[k], rows, gout, last ? 1 : 2, gin, add, 2,
                                         s->lat_pre[k], s->work, W));
         FNQ_CUDA_CHECK(allegro::tp_backward(p, c, s->tp[k], s->V[k], s->G[k],
                                             last ? nullptr : s->gV[(k + 1) & 1], s->gS,
@@ -439,15 +449,15 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     const Cols<REAL> gz = {s->gz, S, S}, gw = {s->gw, Unl, Unl}, gz0 = {s->gz0, D, D},
                      gbasis = {s->gbasis, N, N};
     const int add_one = 1;
-    FNQ_CHECK(allegro::mlp_backward(h, st, s->first_proj, rows, gfirst, 2, &gz, nullptr, 1,
+    FNQ_CHECK(allegro::mlp_backward(g, s->first_proj, rows, gfirst, 2, &gz, nullptr, 1,
                                     s->fp_pre, s->work, W));
     FNQ_CUDA_CHECK(allegro::tensor_embed_backward(p, c, s->gV[0], s->Y, s->w, s->gw, s->gY, st));
-    FNQ_CHECK(allegro::mlp_backward(h, st, s->tensor_embed, rows, &gw, 1, &gz, &add_one, 1,
+    FNQ_CHECK(allegro::mlp_backward(g, s->tensor_embed, rows, &gw, 1, &gz, &add_one, 1,
                                     s->te_pre, s->work, W));
-    FNQ_CHECK(allegro::mlp_backward(h, st, s->two_body, rows, &gz, 1, &gz0, nullptr, 1,
+    FNQ_CHECK(allegro::mlp_backward(g, s->two_body, rows, &gz, 1, &gz0, nullptr, 1,
                                     s->two_pre, s->work, W));
     FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->gz0, st));
-    FNQ_CHECK(allegro::mlp_backward(h, st, s->basis_linear, rows, &gz0, 1, &gbasis, nullptr, 1,
+    FNQ_CHECK(allegro::mlp_backward(g, s->basis_linear, rows, &gz0, 1, &gbasis, nullptr, 1,
                                     s->none, s->work, W));
     FNQ_CUDA_CHECK(allegro::edge_gradient(p, c, s->gbasis, s->dbasis, s->gY,
                                           s->d_grad + 3 * c.edge0, st));
@@ -525,6 +535,7 @@ template <typename REAL> struct AllegroTable {
         Engine<REAL> *s = new Engine<REAL>();
         s->m = m, s->al = m->allegro, s->device = device_id;
         s->chunk_option = opt->allegro_chunk;
+        s->tf32 = opt->tf32 && sizeof(REAL) == sizeof(float);
         const enum fnq_status st = engine_setup(s);
         if (st != FNQ_STATUS_OK) {
             engine_free(s);

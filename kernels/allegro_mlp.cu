@@ -2,8 +2,13 @@
  * allegro_mlp.cu: Allegro's scalar MLPs as cuBLAS GEMMs over a chunk's rows (allegro_mlp.cuh).
  * Row-major arrays are column-major transposes to cuBLAS: Y = X W is Y^T = W^T X^T, and the
  * backward G W^T is W G^T; a block of W (a range of its rows and columns) is W's pointer moved
- * to the block's corner with W's own leading dimension.
+ * to the block's corner with W's own leading dimension. With FNQ_TF32=1 a float32 GEMM is three
+ * TF32 GEMMs of split operands (allegro_mlp.cuh, Gemm).
  */
+#include <mma.h>
+#include <stdint.h>
+#include <string.h>
+
 #include <vector>
 
 #include "allegro_mlp.cuh"
@@ -49,20 +54,88 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, int m, int n, int k,
     const double one = 1.0;
     return cublasDgemm(h, ta, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &beta, C, ldc);
 }
-
-/* out ranges (beta 0) = in ranges x W (ldw columns), each (in, out) pair its block of W */
-template <typename REAL>
-enum fnq_status forward_blocks(cublasHandle_t h, int rows, const Cols<REAL> *in, int n_in,
-                               const REAL *W, int ldw, const Cols<REAL> *out, int n_out)
+/* one TF32 product (the operands are rounded to TF32, the sums float32) */
+cublasStatus_t gemm_tf32(cublasHandle_t h, cublasOperation_t ta, int m, int n, int k,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                         int ldc)
 {
+    const float one = 1.0f;
+    return cublasGemmEx(h, ta, CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb,
+                        &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_TF32,
+                        CUBLAS_GEMM_DEFAULT);
+}
+
+/* hi = x rounded to TF32 (nearest), lo = x - hi, for rows x cols values at x (leading ld) into
+ * hi and lo (leading cols) */
+__global__ void split_kernel(int64_t rows, int cols, const float *x, int ld, float *hi, float *lo)
+{
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= rows * cols)
+        return;
+    const float v = x[(idx / cols) * ld + idx % cols];
+    const float h = nvcuda::wmma::__float_to_tf32(v);
+    hi[idx] = h;
+    lo[idx] = v - h;
+}
+
+unsigned blocks_for(int64_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
+
+/* C (+)= A op(B) where op(B) is a block of the weights: exact, or with A split and B in its two
+ * parts as three TF32 products (small parts first) */
+template <typename REAL>
+enum fnq_status product(const Gemm<REAL> &g, cublasOperation_t ta, int m, int rows, int k,
+                        const REAL *W, const REAL *W_hi, const REAL *W_lo, int ldw,
+                        const Cols<REAL> &A, const REAL *A_hi, const REAL *A_lo, REAL beta,
+                        REAL *C, int ldc)
+{
+    if constexpr (sizeof(REAL) == sizeof(float)) {
+        if (A_hi) {
+            FNQ_CHECK(blas_check(gemm_tf32(g.h, ta, m, rows, k, W_lo, ldw, A_hi, k, beta, C, ldc),
+                                 rows, m, k));
+            FNQ_CHECK(blas_check(gemm_tf32(g.h, ta, m, rows, k, W_hi, ldw, A_lo, k, 1.0f, C, ldc),
+                                 rows, m, k));
+            return blas_check(gemm_tf32(g.h, ta, m, rows, k, W_hi, ldw, A_hi, k, 1.0f, C, ldc),
+                              rows, m, k);
+        }
+    }
+    (void)W_hi, (void)W_lo, (void)A_lo;
+    return blas_check(gemm(g.h, ta, m, rows, k, W, ldw, A.p, A.ld, beta, C, ldc), rows, m, k);
+}
+
+/* An operand range split for the 3xTF32 products into g.split (hi, then lo), or nothing */
+template <typename REAL>
+enum fnq_status split_range(const Gemm<REAL> &g, int rows, const Cols<REAL> &A, const REAL **hi,
+                            const REAL **lo)
+{
+    *hi = *lo = nullptr;
+    if constexpr (sizeof(REAL) == sizeof(float)) {
+        if (g.tf32) {
+            float *h = g.split, *l = g.split + (int64_t)rows * A.cols;
+            split_kernel<<<blocks_for((int64_t)rows * A.cols), kBlock, 0, g.s>>>(rows, A.cols, A.p,
+                                                                               A.ld, h, l);
+            FNQ_CUDA_LAUNCHED();
+            *hi = h, *lo = l;
+        }
+    }
+    return FNQ_STATUS_OK;
+}
+
+/* out ranges (beta 0) = in ranges x W_k, each (in, out) pair its block of W_k */
+template <typename REAL>
+enum fnq_status forward_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, int rows,
+                               const Cols<REAL> *in, int n_in, const Cols<REAL> *out, int n_out)
+{
+    const int ldw = m.dim[k + 1];
     int r0 = 0;
     for (int a = 0; a < n_in; a++) {
+        const REAL *hi, *lo;
+        FNQ_CHECK(split_range(g, rows, in[a], &hi, &lo));
         int c0 = 0;
         for (int b = 0; b < n_out; b++) {
-            FNQ_CHECK(blas_check(gemm(h, CUBLAS_OP_N, out[b].cols, rows, in[a].cols,
-                                      W + (int64_t)r0 * ldw + c0, ldw, in[a].p, in[a].ld,
-                                      REAL(a > 0 ? 1 : 0), out[b].p, out[b].ld),
-                                 rows, out[b].cols, in[a].cols));
+            const int64_t at = (int64_t)r0 * ldw + c0;
+            FNQ_CHECK(product(g, CUBLAS_OP_N, out[b].cols, rows, in[a].cols, m.w[k] + at,
+                              m.w_hi[k] + at, m.w_lo[k] + at, ldw, in[a], hi, lo,
+                              REAL(a > 0 ? 1 : 0), out[b].p, out[b].ld));
             c0 += out[b].cols;
         }
         r0 += in[a].cols;
@@ -70,24 +143,27 @@ enum fnq_status forward_blocks(cublasHandle_t h, int rows, const Cols<REAL> *in,
     return FNQ_STATUS_OK;
 }
 
-/* target ranges (rows of W) (+)= g ranges (columns of W) x W^T */
+/* target ranges (rows of W_k) (+)= g ranges (columns of W_k) x W_k^T */
 template <typename REAL>
-enum fnq_status backward_blocks(cublasHandle_t h, int rows, const Cols<REAL> *g, int n_g,
-                                const REAL *W, int ldw, const Cols<REAL> *t, const int *add,
-                                int n_t)
+enum fnq_status backward_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, int rows,
+                                const Cols<REAL> *gr, int n_g, const Cols<REAL> *t,
+                                const int *add, int n_t)
 {
-    int r0 = 0;
-    for (int a = 0; a < n_t; a++) {
-        int c0 = 0;
-        for (int b = 0; b < n_g; b++) {
+    const int ldw = m.dim[k + 1];
+    int c0 = 0;
+    for (int b = 0; b < n_g; b++) {
+        const REAL *hi, *lo;
+        FNQ_CHECK(split_range(g, rows, gr[b], &hi, &lo));
+        int r0 = 0;
+        for (int a = 0; a < n_t; a++) {
+            const int64_t at = (int64_t)r0 * ldw + c0;
             const REAL beta = (b > 0 || (add && add[a])) ? REAL(1) : REAL(0);
-            FNQ_CHECK(blas_check(gemm(h, CUBLAS_OP_T, t[a].cols, rows, g[b].cols,
-                                      W + (int64_t)r0 * ldw + c0, ldw, g[b].p, g[b].ld, beta,
-                                      t[a].p, t[a].ld),
-                                 rows, t[a].cols, g[b].cols));
-            c0 += g[b].cols;
+            FNQ_CHECK(product(g, CUBLAS_OP_T, t[a].cols, rows, gr[b].cols, m.w[k] + at,
+                              m.w_hi[k] + at, m.w_lo[k] + at, ldw, gr[b], hi, lo, beta, t[a].p,
+                              t[a].ld));
+            r0 += t[a].cols;
         }
-        r0 += t[a].cols;
+        c0 += gr[b].cols;
     }
     return FNQ_STATUS_OK;
 }
@@ -116,12 +192,30 @@ __global__ void act_backward_kernel(int64_t rows, int cols, REAL *g, const REAL 
     g[idx] *= act_deriv<REAL>(kind, scale, pre[r * ld_pre + c]);
 }
 
-unsigned blocks_for(int64_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
-
 } // namespace
 
+template <typename REAL> enum fnq_status to_device(const std::vector<REAL> &host, REAL **d)
+{
+    FNQ_CUDA_CHECK(cudaMalloc(d, sizeof(REAL) * (host.empty() ? 1 : host.size())));
+    FNQ_CUDA_CHECK(cudaMemcpy(*d, host.data(), sizeof(REAL) * host.size(),
+                              cudaMemcpyHostToDevice));
+    return FNQ_STATUS_OK;
+}
+
+/* the TF32 part of x (round to nearest, ties away: PTX cvt.rna.tf32.f32), on the host */
+float tf32_part(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
+        u = (u + 0x1000u) & 0xffffe000u;
+    float h;
+    memcpy(&h, &u, 4);
+    return h;
+}
+
 template <typename REAL>
-enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, Mlp<REAL> *dst)
+enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Mlp<REAL> *dst)
 {
     dst->K = src->n_layers;
     dst->act_kind = (int)src->act.kind;
@@ -134,12 +228,17 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, Mlp<REAL> *dst)
     }
     for (int k = 0; k < src->n_layers; k++) {
         const size_t n = (size_t)src->dim[k] * src->dim[k + 1];
-        std::vector<REAL> host(n);
-        for (size_t q = 0; q < n; q++)
+        std::vector<REAL> host(n), hi(n), lo(n);
+        for (size_t q = 0; q < n; q++) {
             host[q] = (REAL)src->w[k][q];
-        FNQ_CUDA_CHECK(cudaMalloc(&dst->w[k], sizeof(REAL) * (n ? n : 1)));
-        FNQ_CUDA_CHECK(cudaMemcpy(dst->w[k], host.data(), sizeof(REAL) * n,
-                                  cudaMemcpyHostToDevice));
+            hi[q] = (REAL)tf32_part((float)host[q]);
+            lo[q] = host[q] - hi[q];
+        }
+        FNQ_CHECK(to_device(host, &dst->w[k]));
+        if (with_split && sizeof(REAL) == sizeof(float)) {
+            FNQ_CHECK(to_device(hi, &dst->w_hi[k]));
+            FNQ_CHECK(to_device(lo, &dst->w_lo[k]));
+        }
     }
     return FNQ_STATUS_OK;
 }
@@ -147,13 +246,13 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, Mlp<REAL> *dst)
 template <typename REAL> void mlp_release(Mlp<REAL> *m)
 {
     for (int k = 0; k < FNQ_ALLEGRO_MAX_MLP; k++) {
-        cudaFree(m->w[k]);
-        m->w[k] = nullptr;
+        cudaFree(m->w[k]), cudaFree(m->w_hi[k]), cudaFree(m->w_lo[k]);
+        m->w[k] = m->w_hi[k] = m->w_lo[k] = nullptr;
     }
 }
 
 template <typename REAL>
-enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+enum fnq_status mlp_forward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
                             const Cols<REAL> *in, int n_in, const Cols<REAL> *out, int n_out,
                             REAL *pre, REAL *work)
 {
@@ -165,10 +264,10 @@ enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m
     for (int k = 0; k < m.K; k++) {
         const int no = m.dim[k + 1];
         if (k == m.K - 1)
-            return forward_blocks(h, rows, x, nx, m.w[k], no, out, n_out);
+            return forward_blocks(g, m, k, rows, x, nx, out, n_out);
         const Cols<REAL> p = {pre + off, m.n_pre, no};
-        FNQ_CHECK(forward_blocks(h, rows, x, nx, m.w[k], no, &p, 1));
-        act_forward_kernel<<<blocks_for((int64_t)rows * no), kBlock, 0, s>>>(
+        FNQ_CHECK(forward_blocks(g, m, k, rows, x, nx, &p, 1));
+        act_forward_kernel<<<blocks_for((int64_t)rows * no), kBlock, 0, g.s>>>(
             rows, no, p.p, m.n_pre, work, m.act_kind, m.act_scale);
         FNQ_CUDA_LAUNCHED();
         hidden = {work, no, no};
@@ -178,7 +277,7 @@ enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m
 }
 
 template <typename REAL>
-enum fnq_status mlp_backward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
                              const Cols<REAL> *gout, int n_g, const Cols<REAL> *gin,
                              const int *add, int n_gin, const REAL *pre, REAL *work, int width)
 {
@@ -190,12 +289,12 @@ enum fnq_status mlp_backward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &
     for (int k = m.K - 1; k >= 0; k--) {
         const int ni = m.dim[k], no = m.dim[k + 1];
         if (k == 0)
-            return backward_blocks(h, rows, g, ng, m.w[0], no, gin, add, n_gin);
+            return backward_blocks(gm, m, 0, rows, g, ng, gin, add, n_gin);
         Cols<REAL> &t = hidden[k & 1];
         t = {work + (int64_t)(k & 1) * rows * width, ni, ni};
-        FNQ_CHECK(backward_blocks(h, rows, g, ng, m.w[k], no, &t, nullptr, 1));
+        FNQ_CHECK(backward_blocks(gm, m, k, rows, g, ng, &t, nullptr, 1));
         off -= ni; /* layer k's input is act(the pre-activations of hidden layer k) */
-        act_backward_kernel<<<blocks_for((int64_t)rows * ni), kBlock, 0, s>>>(
+        act_backward_kernel<<<blocks_for((int64_t)rows * ni), kBlock, 0, gm.s>>>(
             rows, ni, t.p, pre + off, m.n_pre, m.act_kind, m.act_scale);
         FNQ_CUDA_LAUNCHED();
         g = &t, ng = 1;
@@ -204,12 +303,12 @@ enum fnq_status mlp_backward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &
 }
 
 #define FNQ_ALLEGRO_MLP(REAL)                                                                   \
-    template enum fnq_status mlp_upload(const struct fnq_allegro_mlp *, Mlp<REAL> *);           \
+    template enum fnq_status mlp_upload(const struct fnq_allegro_mlp *, int, Mlp<REAL> *);      \
     template void mlp_release(Mlp<REAL> *);                                                     \
-    template enum fnq_status mlp_forward(cublasHandle_t, cudaStream_t, const Mlp<REAL> &, int,  \
+    template enum fnq_status mlp_forward(const Gemm<REAL> &, const Mlp<REAL> &, int,            \
                                          const Cols<REAL> *, int, const Cols<REAL> *, int,      \
                                          REAL *, REAL *);                                       \
-    template enum fnq_status mlp_backward(cublasHandle_t, cudaStream_t, const Mlp<REAL> &, int, \
+    template enum fnq_status mlp_backward(const Gemm<REAL> &, const Mlp<REAL> &, int,           \
                                           const Cols<REAL> *, int, const Cols<REAL> *,          \
                                           const int *, int, const REAL *, REAL *, int);
 FNQ_ALLEGRO_MLP(float)

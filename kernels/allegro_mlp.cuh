@@ -20,11 +20,13 @@ extern "C" {
 namespace fnqcu {
 namespace allegro {
 
-/* x <- act(x W_0) ... W_{K-1}, weights [dim[k]][dim[k+1]] row-major on the device */
+/* x <- act(x W_0) ... W_{K-1}, weights [dim[k]][dim[k+1]] row-major on the device; with the
+ * 3xTF32 split also each weight's TF32 part and the rest (w_hi + w_lo = w) */
 template <typename REAL> struct Mlp {
     int K = 0;
     int dim[FNQ_ALLEGRO_MAX_MLP + 1] = {};
     REAL *w[FNQ_ALLEGRO_MAX_MLP] = {};
+    REAL *w_hi[FNQ_ALLEGRO_MAX_MLP] = {}, *w_lo[FNQ_ALLEGRO_MAX_MLP] = {};
     int act_kind = 0;
     REAL act_scale = 1;
     int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
@@ -36,15 +38,27 @@ template <typename REAL> struct Cols {
     int ld, cols;
 };
 
+/* How the GEMMs run. tf32 (float32 only, FNQ_TF32=1): on tensor cores with the 3xTF32 split,
+ * A W = A_hi W_lo + A_lo W_hi + A_hi W_hi (A_hi, W_hi rounded to TF32, the rest in A_lo, W_lo;
+ * the products of the small parts first), each a TF32 GEMM with float32 sums; `split` holds
+ * A_hi and A_lo of one operand range, 2 x rows x (its columns) values. */
+template <typename REAL> struct Gemm {
+    cublasHandle_t h;
+    cudaStream_t s;
+    int tf32;
+    REAL *split;
+};
+
+/* with_split: also the weights' TF32 parts (the 3xTF32 GEMMs) */
 template <typename REAL>
-enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, Mlp<REAL> *dst);
+enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Mlp<REAL> *dst);
 template <typename REAL> void mlp_release(Mlp<REAL> *m);
 
 /* out = MLP(in) for `rows` rows; in: n_in ranges covering dim[0], out: n_out covering dim[K];
  * the hidden pre-activations kept at pre (rows x n_pre) for the backward pass; work: rows x
  * (the widest hidden layer) */
 template <typename REAL>
-enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+enum fnq_status mlp_forward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
                             const Cols<REAL> *in, int n_in, const Cols<REAL> *out, int n_out,
                             REAL *pre, REAL *work);
 
@@ -52,7 +66,7 @@ enum fnq_status mlp_forward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m
  * ranges covering dim[K], gin: n_gin ranges covering dim[0], range t added to (add[t]) or
  * written; work: 2 x rows x (the widest hidden layer) */
 template <typename REAL>
-enum fnq_status mlp_backward(cublasHandle_t h, cudaStream_t s, const Mlp<REAL> &m, int rows,
+enum fnq_status mlp_backward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
                              const Cols<REAL> *gout, int n_g, const Cols<REAL> *gin,
                              const int *add, int n_gin, const REAL *pre, REAL *work, int width);
 
