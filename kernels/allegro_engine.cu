@@ -10,7 +10,10 @@
  * gradients.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <chrono>
 
 #include <vector>
 
@@ -42,6 +45,9 @@ template <typename REAL> struct Engine {
     int device = 0;
     int chunk_option = 0; /* FNQ_ALLEGRO_CHUNK: edges per chunk, or 0 */
     int tf32 = 0;         /* FNQ_TF32=1 in float32: the MLPs' GEMMs 3xTF32 (allegro_mlp.cuh) */
+    int timing = 0;       /* FNQ_TIMING=1: seconds per phase, printed when the context ends */
+    double t_collect = 0, t_gpu = 0, t_host = 0;
+    int64_t calls = 0;
     allegro::Gemm<REAL> gemm = {};
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
@@ -132,6 +138,12 @@ template <typename REAL> void engine_free(Engine<REAL> *s)
 {
     if (!s)
         return;
+    if (s->timing && s->calls)
+        fprintf(stderr, "fusednequip: Allegro on the GPU, ms per call over %lld calls: active "
+                        "edges and upload %.2f, GPU (chunks, download) %.2f, pair term and "
+                        "forces on the host %.2f\n",
+                (long long)s->calls, 1e3 * s->t_collect / s->calls, 1e3 * s->t_gpu / s->calls,
+                1e3 * s->t_host / s->calls);
     cudaSetDevice(s->device);
     for (void *d : s->model_arrays)
         cudaFree(d);
@@ -468,6 +480,8 @@ template <typename REAL>
 enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
                                struct fnq_results *out)
 {
+    using clock = std::chrono::steady_clock;
+    const clock::time_point t0 = clock::now();
     FNQ_CUDA_CHECK(cudaSetDevice(s->device));
     collect_edges(s, g);
     const int64_t E = (int64_t)s->h_index.size(), n = g->n_local;
@@ -477,6 +491,7 @@ enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
             max_degree = s->h_start[i + 1] - s->h_start[i];
     FNQ_CHECK(upload_structure(s, g));
     FNQ_CHECK(size_chunks(s, E, n, max_degree));
+    const clock::time_point t1 = clock::now();
     for (int64_t c0 = 0; c0 < n;) {
         int64_t c1 = c0;
         while (c1 < n && c1 - c0 < s->run_centres &&
@@ -498,11 +513,13 @@ enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
     FNQ_CUDA_CHECK(cudaMemcpyAsync(s->h_energy.data(), s->d_energy, sizeof(double) * n,
                                    cudaMemcpyDeviceToHost, s->stream));
     FNQ_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+    const clock::time_point t2 = clock::now();
 
     /* the pair term, forces, virial and per-atom virials on the host, as the CPU engine */
+    fnq__pair_add_atom_energies(s->m, g, s->h_energy.data());
     double energy = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        const double ei = s->h_energy[i] + fnq__pair_atom_energy(s->m, g, i);
+        const double ei = s->h_energy[i];
         if (out->atom_energies)
             out->atom_energies[i] = ei;
         energy += ei;
@@ -513,6 +530,11 @@ enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
         memcpy(&s->edge_grad[3 * s->h_index[a]], &s->h_grad[3 * a], 3 * sizeof(double));
     fnq__pair_add_edge_gradients(s->m, g, s->edge_grad.data());
     fnq__assemble_edge_gradients(g, s->edge_grad.data(), out);
+    if (s->timing) {
+        const auto sec = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+        s->t_collect += sec(t1 - t0), s->t_gpu += sec(t2 - t1), s->t_host += sec(clock::now() - t2);
+        s->calls++;
+    }
     return FNQ_STATUS_OK;
 }
 
@@ -536,6 +558,7 @@ template <typename REAL> struct AllegroTable {
         s->m = m, s->al = m->allegro, s->device = device_id;
         s->chunk_option = opt->allegro_chunk;
         s->tf32 = opt->tf32 && sizeof(REAL) == sizeof(float);
+        s->timing = opt->timing;
         const enum fnq_status st = engine_setup(s);
         if (st != FNQ_STATUS_OK) {
             engine_free(s);

@@ -60,6 +60,16 @@ double fnq__pair_atom_energy(const struct fnq_model *m, const struct fnq_graph *
     return sum;
 }
 
+void fnq__pair_add_atom_energies(const struct fnq_model *m, const struct fnq_graph *g,
+                                 double *energies)
+{
+    if (m->pair.kind == FNQ_PAIR_NONE)
+        return;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < g->n_local; i++)
+        energies[i] += fnq__pair_atom_energy(m, g, i);
+}
+
 void fnq__pair_add_edge_gradients(const struct fnq_model *m, const struct fnq_graph *g,
                                   double *edge_grad)
 {

@@ -6,19 +6,22 @@
 #          .whl/lite) and lammps_allegro_fixtures_gpu (LAMMPS built into /tmp/fnq-lammps first
 #          if missing)
 #   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
-#          (tests/fixtures/allegro/generate.py --full-width) into $OUT/allegro-peer, our
+#          (tests/fixtures/allegro/generate.py --full-width) into $PEER_DIR (/tmp/allegro-peer:
+#          kept for the next call while the machine is warm; a few minutes to make), our
 #          conversion checked against nequip-allegro's outputs on the GPU, nequip-allegro's
 #          compiled peer (AOTInductor, Triton contracter, target ase) and both timed by
 #          bench/bench_nequip_peers.py (SIZES, default 8,10,16,20: 4,096 to 64,000 atoms; MODES,
 #          default model,ase)
-# Needs .deps, .whl/lite (nequip, nequip-allegro and what they need beyond the machine's
-# PyTorch, pytest: scripts/gpu/README.md), .models/nequix (nequix-mp-1, for the GPU check of
+# Needs .deps (with lammps-src.tar.xz, .lammps-src packed: unpacked here when missing),
+# .whl/lite (nequip, nequip-allegro and what they need beyond the machine's PyTorch and pytest:
+# scripts/gpu/README.md), .models/nequix (nequix-mp-1, for the GPU check of
 # the LAMMPS test) and, for tests without a carried build-gpu/, .lammps-src.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp}
 parts=" ${PARTS:-tests} "
+[ -d .lammps-src ] || [ ! -f .deps/lammps-src.tar.xz ] || tar xJf .deps/lammps-src.tar.xz
 source scripts/gpu/device-deps.sh
 [ -x build-gpu/cli/fusednequip ] || bash scripts/gpu/gpu-lammps.sh
 export FNQ_NEQUIP_WHEELS=.whl/lite FUSEDNEQUIP_MODEL_DIR=$PWD/.models
@@ -41,7 +44,7 @@ if [[ $parts == *" tests "* ]]; then
 fi
 
 if [[ $parts == *" peer "* ]]; then
-  dir=$OUT/allegro-peer
+  dir=${PEER_DIR:-/tmp/allegro-peer}
   mkdir -p "$dir"
   if [ ! -f "$dir/nequip-peer.fnqm" ]; then
     ( cd "$dir" && python3 "$OLDPWD/tests/fixtures/allegro/generate.py" --full-width \
