@@ -3,10 +3,14 @@
  * (fusednequip_internal) has "cpu" always and "cuda" exactly when the build was made with the
  * CUDA backend (FNQ_TEST_EXPECT_CUDA, passed by CMake). A static link is where a weakly linked
  * backend used to vanish without a word; now the registry names the kernels' entry directly.
+ * The CUDA entry also names the Allegro engine's tables, which an Allegro model gets.
  * Then device "cuda": without the CUDA backend it fails with the "no CUDA backend" message;
  * with it, on a machine without a GPU it fails with the kernels' "no usable GPU" message (the
  * backend is there, the device is not), and with a GPU the context is made on it.
  */
+#include <string.h>
+
+#include "allegro.h"
 #include "backend.h"
 #include "fnq_test.h"
 
@@ -51,6 +55,26 @@ int main(void)
         CHECK(cuda->device == FNQ_DEVICE_CUDA && strcmp(cuda->f32->name, "cuda") == 0 && strcmp(cuda->f64->name, "cuda") == 0 &&
                   cuda->device_count() == fnq_cuda_device_count(),
               "the cuda entry is inconsistent");
+    /* an Allegro model gets the CUDA backend's Allegro engine, any other model its NequIP
+     * kernels; the CPU's one table serves both (fnq__backend_reg_table) */
+    struct fnq_allegro allegro_part;
+    struct fnq_model nequip_like, allegro_like;
+    memset(&nequip_like, 0, sizeof(nequip_like));
+    memset(&allegro_like, 0, sizeof(allegro_like));
+    allegro_like.allegro = &allegro_part;
+    CHECK(!cpu->allegro_f32 && !cpu->allegro_f64 &&
+              fnq__backend_reg_table(cpu, &allegro_like, FNQ_DTYPE_F64) == cpu->f64,
+          "the cpu entry should take Allegro models in its own table");
+    if (cuda) {
+        CHECK(cuda->allegro_f32 && cuda->allegro_f64 && cuda->allegro_f32 != cuda->f32 &&
+                  strcmp(cuda->allegro_f64->name, "cuda") == 0,
+              "the cuda entry has no Allegro engine tables");
+        CHECK(fnq__backend_reg_table(cuda, &allegro_like, FNQ_DTYPE_F32) == cuda->allegro_f32 &&
+                  fnq__backend_reg_table(cuda, &allegro_like, FNQ_DTYPE_F64) ==
+                      cuda->allegro_f64 &&
+                  fnq__backend_reg_table(cuda, &nequip_like, FNQ_DTYPE_F32) == cuda->f32,
+              "fnq__backend_reg_table picks the wrong cuda table");
+    }
     CHECK(fnq__backend_reg_by_name("metal") == NULL && fnq__backend_reg_by_name(NULL) == NULL,
           "lookup of an unknown name found something");
     CHECK(fnq__backend_reg_by_device(FNQ_DEVICE_AUTO) == NULL, "device auto has an entry");
