@@ -52,15 +52,6 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
     const int automatic = device == FNQ_DEVICE_AUTO, default_dtype = dtype == FNQ_DTYPE_DEFAULT;
     if (automatic)
         device = (cuda && cuda->device_count() > 0) ? FNQ_DEVICE_CUDA : FNQ_DEVICE_CPU;
-    /* a CUDA backend without an Allegro engine: an Allegro model runs on the CPU */
-    if (model->allegro && device == FNQ_DEVICE_CUDA && cuda && !cuda->allegro_f64) {
-        if (!automatic)
-            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                             "model %s is an Allegro model; the CUDA backend evaluates "
-                             "NequIP-family models only (Allegro runs on device 'cpu')",
-                             model->source);
-        device = FNQ_DEVICE_CPU;
-    }
     if (device == FNQ_DEVICE_CUDA && !cuda)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
                          "device 'cuda' requested but this build of libfusednequip has no CUDA "
