@@ -5,6 +5,10 @@
 #          fixtures in both precisions, ghosts, small chunks, bitwise repeats; pytest from
 #          .whl/lite) and lammps_allegro_fixtures_gpu (LAMMPS built into /tmp/fnq-lammps first
 #          if missing)
+#   sanitize  compute-sanitizer memcheck and initcheck over the engine's GPU tests (every cuda
+#          case, and the structures cut into chunks of 60 edges: FNQ_ALLEGRO_CHUNK); any error
+#          fails. No racecheck: the engine's kernels use no shared memory (racecheck checks
+#          only that), and under it cuBLAS's float64 GEMMs took the host's 128 GB (session 44)
 #   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
 #          (tests/fixtures/allegro/generate.py --full-width) into $PEER_DIR (/tmp/allegro-peer:
 #          kept for the next call while the machine is warm; a few minutes to make), our
@@ -41,6 +45,16 @@ if [[ $parts == *" tests "* ]]; then
     2>&1 | tee "$OUT/allegro-tests.txt"
   ctest --test-dir build-gpu --output-on-failure -R lammps_allegro_fixtures_gpu \
     2>&1 | tee -a "$OUT/allegro-tests.txt"
+fi
+
+if [[ $parts == *" sanitize "* ]]; then
+  for tool in memcheck initcheck; do
+    FNQ_ALLEGRO_CHUNK=60 timeout 900 compute-sanitizer --tool $tool --error-exitcode 99 \
+      python3 tests/gpu_pytest.py python/tests/test_allegro_engine.py -k "cuda or gpu_chunks" \
+      > "$OUT/allegro-$tool.log" 2>&1
+    echo "allegro $tool rc $? $(grep -E "ERROR SUMMARY" "$OUT/allegro-$tool.log" | sort |
+      uniq -c | tr '\n' ' ')$(grep -E "passed|failed" "$OUT/allegro-$tool.log" | tail -1)"
+  done
 fi
 
 if [[ $parts == *" peer "* ]]; then
