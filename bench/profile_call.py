@@ -5,7 +5,8 @@ issues 46 and 47: is a call's time the kernels' or what lies between them?
 
 Workload as bench_nequip_peers.py's model mode: a folder from make_nequip_peer_model.py
 (--models: the 5-species mixed crystal of its type names) or nequix-mp-1 diamond Si (--si),
-the neighbour list given as torch CUDA tensors (compute_graph_device), float32.
+the neighbour list given as torch CUDA tensors (compute_graph_device; an Allegro model's as
+host arrays, compute_graph, as bench_nequip_peers.py gives it), float32.
 
 usage: python bench/profile_call.py (--models DIR | --si) [--sizes 10,16] [--calls 20]
 prints per size: ms per call (wall, timed without the profiler), kernel ms per call (summed;
@@ -47,11 +48,14 @@ def device_call(ctx, model, atoms):
         "ijS", positions=atoms.positions, cell=atoms.cell.array, pbc=atoms.pbc,
         cutoff=model.cutoff)
     sp = model.species_indices(atoms.get_chemical_symbols())
+    shift = s.astype(np.float64) @ atoms.cell.array
+    if model.family == "allegro":  # the Allegro engine builds its graph on the host
+        return lambda: ctx.compute_graph(atoms.positions, sp, i, j, shift), len(i)
 
     def dev(a, dtype):
         return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device="cuda")
     g = (dev(atoms.positions, torch.float64), dev(sp, torch.int32), dev(i, torch.int64),
-         dev(j, torch.int64), dev(s.astype(np.float64) @ atoms.cell.array, torch.float64))
+         dev(j, torch.int64), dev(shift, torch.float64))
     torch.cuda.synchronize()
     return lambda: ctx.compute_graph_device(*g), len(i)
 

@@ -39,6 +39,14 @@ using allegro::TpTerm;
  * memory, if less) */
 constexpr double kChunkBytes = 8.0 * (1 << 30);
 
+/* one chunk's per-edge and per-centre arrays (carve_arena) */
+template <typename REAL> struct ChunkArrays {
+    REAL *Y, *basis, *dbasis, *z0, *z, *two_pre, *w, *te_pre, *fp_pre, *X, *scal, *ro_pre, *eps,
+        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none, *split;
+    REAL *omega[FNQ_ALLEGRO_MAX_LAYERS], *V[FNQ_ALLEGRO_MAX_LAYERS + 1],
+        *lat_pre[FNQ_ALLEGRO_MAX_LAYERS], *G[FNQ_ALLEGRO_MAX_LAYERS], *gV[2];
+};
+
 template <typename REAL> struct Engine {
     const struct fnq_model *m = nullptr;
     const struct fnq_allegro *al = nullptr;
@@ -73,14 +81,11 @@ template <typename REAL> struct Engine {
     int64_t chunk_edges = 0, chunk_centres = 0; /* the arena's capacity */
     int64_t run_edges = 0, run_centres = 0;     /* this structure's chunks */
     REAL *arena = nullptr;
-    REAL *Y, *basis, *dbasis, *z0, *z, *two_pre, *w, *te_pre, *fp_pre, *X, *scal, *ro_pre, *eps,
-        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none;
-    REAL *omega[FNQ_ALLEGRO_MAX_LAYERS], *V[FNQ_ALLEGRO_MAX_LAYERS + 1],
-        *lat_pre[FNQ_ALLEGRO_MAX_LAYERS], *G[FNQ_ALLEGRO_MAX_LAYERS], *gV[2];
+    ChunkArrays<REAL> a;
 };
 
-template <typename REAL> enum fnq_status upload(std::vector<void *> &owned, const void *src,
-                                                size_t bytes, const void **dst)
+static enum fnq_status upload(std::vector<void *> &owned, const void *src, size_t bytes,
+                              const void **dst)
 {
     void *d = nullptr;
     FNQ_CUDA_CHECK(cudaMalloc(&d, bytes ? bytes : 1));
@@ -97,7 +102,7 @@ enum fnq_status upload_as(Engine<REAL> *s, const double *src, int64_t n, const T
     std::vector<T> host((size_t)n);
     for (int64_t q = 0; q < n; q++)
         host[q] = (T)src[q];
-    return upload<REAL>(s->model_arrays, host.data(), sizeof(T) * (size_t)n,
+    return upload(s->model_arrays, host.data(), sizeof(T) * (size_t)n,
                         reinterpret_cast<const void **>(dst));
 }
 
@@ -128,7 +133,7 @@ template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
     tp.din = (int)Lk->in.dim;
     tp.dout = (int)Lk->out.dim;
     tp.coupled = Lk->coupled;
-    FNQ_CHECK(upload<REAL>(s->model_arrays, terms.data(), sizeof(TpTerm) * terms.size(),
+    FNQ_CHECK(upload(s->model_arrays, terms.data(), sizeof(TpTerm) * terms.size(),
                            reinterpret_cast<const void **>(&tp.terms)));
     return upload_as(s, Lk->path_weights,
                                  (int64_t)(Lk->coupled ? s->U : 1) * Lk->n_paths, &tp.w);
@@ -233,57 +238,50 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
     return FNQ_STATUS_OK;
 }
 
-/* values a chunk keeps per edge and per centre (the order of carve_arena) */
-template <typename REAL> int64_t values_per_edge(const Engine<REAL> *s)
-{
-    int64_t v = s->nsh * 2 + 3 * s->N + 2 * s->D + 2 * s->S + s->two_body.n_pre +
-                3 * s->U * s->nl + s->tensor_embed.n_pre + s->first_proj.n_pre + 2 * s->SX +
-                3 * s->U + s->readout.n_pre + 2 + 2 * s->width + 2 * s->U * s->max_dv +
-                (s->tf32 ? 2 * s->max_dim : 0);
-    for (int k = 0; k < s->L; k++)
-        v += s->U * s->nl + s->latent[k].n_pre;
-    for (int k = 0; k <= s->L; k++)
-        v += s->U * s->dim_v[k];
-    return v;
-}
-template <typename REAL> int64_t values_per_centre(const Engine<REAL> *s)
-{
-    return (int64_t)(s->L + 1) * s->U * s->nsh;
-}
-
-/* The chunk's arrays at their offsets in the arena (null pointers while s->arena is null);
- * returns the values the arena needs. Each array starts 256-byte aligned. */
-template <typename REAL> int64_t carve_arena(Engine<REAL> *s, int64_t E, int64_t C)
+/* A chunk's arrays for E edges and C centres at their offsets from `base` (null pointers
+ * where base is null: only the size is wanted); returns the values they take. Each array starts
+ * 256-byte aligned. */
+template <typename REAL>
+int64_t carve_arena(const Engine<REAL> *s, REAL *base, int64_t E, int64_t C, ChunkArrays<REAL> *c)
 {
     int64_t at = 0;
     auto take = [&](int64_t rows, int64_t width) {
-        REAL *p = s->arena ? s->arena + at : nullptr;
+        REAL *p = base ? base + at : nullptr;
         at += (rows * width + 63) / 64 * 64;
         return p;
     };
-    s->Y = take(E, s->nsh), s->gY = take(E, s->nsh);
-    s->basis = take(E, s->N), s->dbasis = take(E, s->N), s->gbasis = take(E, s->N);
-    s->z0 = take(E, s->D), s->gz0 = take(E, s->D);
-    s->z = take(E, s->S), s->gz = take(E, s->S);
-    s->two_pre = take(E, s->two_body.n_pre);
-    s->w = take(E, s->U * s->nl), s->gw = take(E, s->U * s->nl), s->gomega = take(E, s->U * s->nl);
-    s->te_pre = take(E, s->tensor_embed.n_pre), s->fp_pre = take(E, s->first_proj.n_pre);
-    s->X = take(E, s->SX), s->gX = take(E, s->SX);
-    s->scal = take(E, s->U), s->gS = take(E, s->U);
-    s->ro_pre = take(E, s->readout.n_pre);
-    s->eps = take(E, 1), s->geps = take(E, 1);
-    s->work = take(E, 2 * s->width);
-    s->gV[0] = take(E, s->U * s->max_dv), s->gV[1] = take(E, s->U * s->max_dv);
+    c->Y = take(E, s->nsh), c->gY = take(E, s->nsh);
+    c->basis = take(E, s->N), c->dbasis = take(E, s->N), c->gbasis = take(E, s->N);
+    c->z0 = take(E, s->D), c->gz0 = take(E, s->D);
+    c->z = take(E, s->S), c->gz = take(E, s->S);
+    c->two_pre = take(E, s->two_body.n_pre);
+    c->w = take(E, s->U * s->nl), c->gw = take(E, s->U * s->nl), c->gomega = take(E, s->U * s->nl);
+    c->te_pre = take(E, s->tensor_embed.n_pre), c->fp_pre = take(E, s->first_proj.n_pre);
+    c->X = take(E, s->SX), c->gX = take(E, s->SX);
+    c->scal = take(E, s->U), c->gS = take(E, s->U);
+    c->ro_pre = take(E, s->readout.n_pre);
+    c->eps = take(E, 1), c->geps = take(E, 1);
+    c->work = take(E, 2 * s->width);
+    c->gV[0] = take(E, s->U * s->max_dv), c->gV[1] = take(E, s->U * s->max_dv);
     for (int k = 0; k < s->L; k++)
-        s->omega[k] = take(E, s->U * s->nl), s->lat_pre[k] = take(E, s->latent[k].n_pre);
+        c->omega[k] = take(E, s->U * s->nl), c->lat_pre[k] = take(E, s->latent[k].n_pre);
     for (int k = 0; k <= s->L; k++)
-        s->V[k] = take(E, s->U * s->dim_v[k]);
+        c->V[k] = take(E, s->U * s->dim_v[k]);
     for (int k = 0; k < s->L; k++)
-        s->G[k] = take(C, s->U * s->nsh);
-    s->gG = take(C, s->U * s->nsh);
-    s->none = s->work; /* pre-activations of a one-layer MLP: none are written */
-    s->gemm.split = s->tf32 ? take(E, 2 * s->max_dim) : nullptr;
+        c->G[k] = take(C, s->U * s->nsh);
+    c->gG = take(C, s->U * s->nsh);
+    c->none = c->work; /* pre-activations of a one-layer MLP: none are written */
+    c->split = s->tf32 ? take(E, 2 * s->max_dim) : nullptr;
     return at;
+}
+
+/* values a chunk takes per edge (centre = false) or per centre: carve_arena's count for 2^20 of
+ * them, where every array's alignment is already met */
+template <typename REAL> int64_t values_per(const Engine<REAL> *s, bool centre)
+{
+    const int64_t n = 1 << 20;
+    ChunkArrays<REAL> none;
+    return carve_arena(s, (REAL *)nullptr, centre ? 0 : n, centre ? n : 0, &none) / n;
 }
 
 /* the chunk capacity for a structure of E active edges and n centres, most edges on one centre
@@ -291,8 +289,8 @@ template <typename REAL> int64_t carve_arena(Engine<REAL> *s, int64_t E, int64_t
 template <typename REAL>
 enum fnq_status size_chunks(Engine<REAL> *s, int64_t E, int64_t n, int64_t max_degree)
 {
-    const double per_edge = sizeof(REAL) * (double)values_per_edge(s);
-    const double per_centre = sizeof(REAL) * (double)values_per_centre(s);
+    const double per_edge = sizeof(REAL) * (double)values_per(s, false);
+    const double per_centre = sizeof(REAL) * (double)values_per(s, true);
     size_t free_b = 0, total_b = 0;
     FNQ_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     const double budget = fmin(kChunkBytes, 0.5 * ((double)free_b + (double)s->chunk_edges *
@@ -318,7 +316,7 @@ enum fnq_status size_chunks(Engine<REAL> *s, int64_t E, int64_t n, int64_t max_d
     c_cap = c_cap > s->chunk_centres ? c_cap : s->chunk_centres;
     cudaFree(s->arena);
     s->arena = nullptr, s->chunk_edges = s->chunk_centres = 0;
-    const int64_t values = carve_arena(s, e_cap, c_cap);
+    const int64_t values = carve_arena(s, (REAL *)nullptr, e_cap, c_cap, &s->a);
     if (cudaMalloc(&s->arena, sizeof(REAL) * (size_t)values) != cudaSuccess) {
         cudaGetLastError();
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
@@ -328,7 +326,8 @@ enum fnq_status size_chunks(Engine<REAL> *s, int64_t E, int64_t n, int64_t max_d
                          (double)free_b / 1e9, s->device);
     }
     s->chunk_edges = e_cap, s->chunk_centres = c_cap;
-    carve_arena(s, e_cap, c_cap);
+    carve_arena(s, s->arena, e_cap, c_cap, &s->a);
+    s->gemm.split = s->a.split;
     return FNQ_STATUS_OK;
 }
 
@@ -402,6 +401,7 @@ template <typename REAL> enum fnq_status upload_structure(Engine<REAL> *s, const
 /* docs/allegro.md steps 1-10 forward, then back to dE/dr_e, for one chunk */
 template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk &c)
 {
+    const ChunkArrays<REAL> &a = s->a;
     const Params<REAL> &p = s->p;
     const cudaStream_t st = s->stream;
     const allegro::Gemm<REAL> &g = s->gemm;
@@ -409,69 +409,69 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     const int Unl = U * nl, N = s->N, D = s->D;
 
     /* ---- forward ---- */
-    FNQ_CUDA_CHECK(allegro::geometry(p, c, s->Y, s->basis, s->dbasis, st));
-    const Cols<REAL> basis = {s->basis, N, N}, z0 = {s->z0, D, D}, z = {s->z, S, S},
-                     w = {s->w, Unl, Unl};
-    FNQ_CHECK(allegro::mlp_forward(g, s->basis_linear, rows, &basis, 1, &z0, 1, s->none,
-                                   s->work));
-    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->z0, st));
-    FNQ_CHECK(allegro::mlp_forward(g, s->two_body, rows, &z0, 1, &z, 1, s->two_pre, s->work));
-    FNQ_CHECK(allegro::mlp_forward(g, s->tensor_embed, rows, &z, 1, &w, 1, s->te_pre,
-                                   s->work));
-    FNQ_CUDA_CHECK(allegro::tensor_embed(p, c, s->w, s->Y, s->V[0], st));
-    const Cols<REAL> first_out[2] = {{s->X, SX, S}, {s->omega[0], Unl, Unl}};
-    FNQ_CHECK(allegro::mlp_forward(g, s->first_proj, rows, &z, 1, first_out, 2, s->fp_pre,
-                                   s->work));
+    FNQ_CUDA_CHECK(allegro::geometry(p, c, a.Y, a.basis, a.dbasis, st));
+    const Cols<REAL> basis = {a.basis, N, N}, z0 = {a.z0, D, D}, z = {a.z, S, S},
+                     w = {a.w, Unl, Unl};
+    FNQ_CHECK(allegro::mlp_forward(g, s->basis_linear, rows, &basis, 1, &z0, 1, a.none,
+                                   a.work));
+    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, a.z0, st));
+    FNQ_CHECK(allegro::mlp_forward(g, s->two_body, rows, &z0, 1, &z, 1, a.two_pre, a.work));
+    FNQ_CHECK(allegro::mlp_forward(g, s->tensor_embed, rows, &z, 1, &w, 1, a.te_pre,
+                                   a.work));
+    FNQ_CUDA_CHECK(allegro::tensor_embed(p, c, a.w, a.Y, a.V[0], st));
+    const Cols<REAL> first_out[2] = {{a.X, SX, S}, {a.omega[0], Unl, Unl}};
+    FNQ_CHECK(allegro::mlp_forward(g, s->first_proj, rows, &z, 1, first_out, 2, a.fp_pre,
+                                   a.work));
     for (int k = 0; k < L; k++) {
         const int last = k == L - 1;
-        FNQ_CUDA_CHECK(allegro::env_sum(p, c, s->omega[k], s->Y, s->G[k], st));
-        FNQ_CUDA_CHECK(allegro::tp_forward(p, c, s->tp[k], s->V[k], s->G[k], s->V[k + 1], s->scal,
+        FNQ_CUDA_CHECK(allegro::env_sum(p, c, a.omega[k], a.Y, a.G[k], st));
+        FNQ_CUDA_CHECK(allegro::tp_forward(p, c, s->tp[k], a.V[k], a.G[k], a.V[k + 1], a.scal,
                                            st));
-        const Cols<REAL> in[2] = {{s->X, SX, S * (k + 1)}, {s->scal, U, U}};
-        const Cols<REAL> out[2] = {{s->X + S * (k + 1), SX, S},
-                                   {last ? nullptr : s->omega[k + 1], Unl, Unl}};
+        const Cols<REAL> in[2] = {{a.X, SX, S * (k + 1)}, {a.scal, U, U}};
+        const Cols<REAL> out[2] = {{a.X + S * (k + 1), SX, S},
+                                   {last ? nullptr : a.omega[k + 1], Unl, Unl}};
         FNQ_CHECK(allegro::mlp_forward(g, s->latent[k], rows, in, 2, out, last ? 1 : 2,
-                                       s->lat_pre[k], s->work));
+                                       a.lat_pre[k], a.work));
     }
-    const Cols<REAL> X = {s->X, SX, SX}, eps = {s->eps, 1, 1};
-    FNQ_CHECK(allegro::mlp_forward(g, s->readout, rows, &X, 1, &eps, 1, s->ro_pre, s->work));
+    const Cols<REAL> X = {a.X, SX, SX}, eps = {a.eps, 1, 1};
+    FNQ_CHECK(allegro::mlp_forward(g, s->readout, rows, &X, 1, &eps, 1, a.ro_pre, a.work));
     /* energies at d_energy + first centre (centre_energy indexes from the chunk's first) */
-    FNQ_CUDA_CHECK(allegro::centre_energy(p, c, s->eps, s->d_energy + c.centre0, st));
+    FNQ_CUDA_CHECK(allegro::centre_energy(p, c, a.eps, s->d_energy + c.centre0, st));
 
     /* ---- backward ---- */
     const int W = s->width;
-    FNQ_CUDA_CHECK(allegro::readout_seed(p, c, s->geps, st));
-    const Cols<REAL> geps = {s->geps, 1, 1}, gX = {s->gX, SX, SX};
-    FNQ_CHECK(allegro::mlp_backward(g, s->readout, rows, &geps, 1, &gX, nullptr, 1, s->ro_pre,
-                                    s->work, W));
+    FNQ_CUDA_CHECK(allegro::readout_seed(p, c, a.geps, st));
+    const Cols<REAL> geps = {a.geps, 1, 1}, gX = {a.gX, SX, SX};
+    FNQ_CHECK(allegro::mlp_backward(g, s->readout, rows, &geps, 1, &gX, nullptr, 1, a.ro_pre,
+                                    a.work, W));
     for (int k = L - 1; k >= 0; k--) {
         const int last = k == L - 1;
-        const Cols<REAL> gout[2] = {{s->gX + S * (k + 1), SX, S}, {s->gomega, Unl, Unl}};
-        const Cols<REAL> gin[2] = {{s->gX, SX, S * (k + 1)}, {s->gS, U, U}};
+        const Cols<REAL> gout[2] = {{a.gX + S * (k + 1), SX, S}, {a.gomega, Unl, Unl}};
+        const Cols<REAL> gin[2] = {{a.gX, SX, S * (k + 1)}, {a.gS, U, U}};
         const int add[2] = {1, 0};
         FNQ_CHECK(allegro::mlp_backward(g, s->latent[k], rows, gout, last ? 1 : 2, gin, add, 2,
-                                        s->lat_pre[k], s->work, W));
-        FNQ_CUDA_CHECK(allegro::tp_backward(p, c, s->tp[k], s->V[k], s->G[k],
-                                            last ? nullptr : s->gV[(k + 1) & 1], s->gS,
-                                            s->gV[k & 1], s->gG, st));
-        FNQ_CUDA_CHECK(allegro::env_backward(p, c, s->gG, s->omega[k], s->Y, s->gomega, s->gY,
+                                        a.lat_pre[k], a.work, W));
+        FNQ_CUDA_CHECK(allegro::tp_backward(p, c, s->tp[k], a.V[k], a.G[k],
+                                            last ? nullptr : a.gV[(k + 1) & 1], a.gS,
+                                            a.gV[k & 1], a.gG, st));
+        FNQ_CUDA_CHECK(allegro::env_backward(p, c, a.gG, a.omega[k], a.Y, a.gomega, a.gY,
                                              !last, st));
     }
-    const Cols<REAL> gfirst[2] = {{s->gX, SX, S}, {s->gomega, Unl, Unl}};
-    const Cols<REAL> gz = {s->gz, S, S}, gw = {s->gw, Unl, Unl}, gz0 = {s->gz0, D, D},
-                     gbasis = {s->gbasis, N, N};
+    const Cols<REAL> gfirst[2] = {{a.gX, SX, S}, {a.gomega, Unl, Unl}};
+    const Cols<REAL> gz = {a.gz, S, S}, gw = {a.gw, Unl, Unl}, gz0 = {a.gz0, D, D},
+                     gbasis = {a.gbasis, N, N};
     const int add_one = 1;
     FNQ_CHECK(allegro::mlp_backward(g, s->first_proj, rows, gfirst, 2, &gz, nullptr, 1,
-                                    s->fp_pre, s->work, W));
-    FNQ_CUDA_CHECK(allegro::tensor_embed_backward(p, c, s->gV[0], s->Y, s->w, s->gw, s->gY, st));
+                                    a.fp_pre, a.work, W));
+    FNQ_CUDA_CHECK(allegro::tensor_embed_backward(p, c, a.gV[0], a.Y, a.w, a.gw, a.gY, st));
     FNQ_CHECK(allegro::mlp_backward(g, s->tensor_embed, rows, &gw, 1, &gz, &add_one, 1,
-                                    s->te_pre, s->work, W));
+                                    a.te_pre, a.work, W));
     FNQ_CHECK(allegro::mlp_backward(g, s->two_body, rows, &gz, 1, &gz0, nullptr, 1,
-                                    s->two_pre, s->work, W));
-    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, s->gz0, st));
+                                    a.two_pre, a.work, W));
+    FNQ_CUDA_CHECK(allegro::embed_scale(p, c, a.gz0, st));
     FNQ_CHECK(allegro::mlp_backward(g, s->basis_linear, rows, &gz0, 1, &gbasis, nullptr, 1,
-                                    s->none, s->work, W));
-    FNQ_CUDA_CHECK(allegro::edge_gradient(p, c, s->gbasis, s->dbasis, s->gY,
+                                    a.none, a.work, W));
+    FNQ_CUDA_CHECK(allegro::edge_gradient(p, c, a.gbasis, a.dbasis, a.gY,
                                           s->d_grad + 3 * c.edge0, st));
     return FNQ_STATUS_OK;
 }

@@ -4,6 +4,8 @@
  * (core/src/allegro_eval.inc) operation for operation where it sums in REAL, so float64 results
  * agree to rounding; the geometry is computed in double, as there.
  */
+#include <type_traits>
+
 #include "allegro_kernels.cuh"
 #include "edge_ops.cuh"
 
@@ -15,6 +17,41 @@ constexpr int kBlock = 128;
 constexpr double kPi = 3.14159265358979323846;
 
 inline unsigned blocks_for(int64_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
+
+/* A thread's vector of the tensor products in shared memory: value q of the block's thread t
+ * at [q * blockDim.x + t], so a warp reading the same q (the coupling terms are the same for
+ * every thread) hits 32 banks. The terms are data, so their indices are not constants, and
+ * arrays in registers would live in local memory: at Allegro-OAM-L's widths a block's ~50 KB
+ * of it pushed L1 out to L2 (bench/NOTES.md, issue 50). */
+template <typename REAL> struct SharedVec {
+    REAL *p;
+    __device__ __forceinline__ explicit SharedVec(int first_slot)
+    {
+        extern __shared__ __align__(16) unsigned char allegro_tp_smem[];
+        p = reinterpret_cast<REAL *>(allegro_tp_smem) + first_slot * blockDim.x + threadIdx.x;
+    }
+    __device__ __forceinline__ REAL &operator[](int q) const { return p[q * blockDim.x]; }
+};
+
+/* f(std::integral_constant<int, L>()) for the model's l_max L (0 .. kMaxLmax): the kernels
+ * that evaluate the spherical harmonics take L as a template argument (sh_code.inc) */
+template <typename F> void with_lmax(int lmax, F f)
+{
+    static_assert(kMaxLmax == 3 && kMaxLmax <= FNQ_SH_LMAX, "one case per l_max below");
+    switch (lmax) {
+    case 0: f(std::integral_constant<int, 0>()); break;
+    case 1: f(std::integral_constant<int, 1>()); break;
+    case 2: f(std::integral_constant<int, 2>()); break;
+    default: f(std::integral_constant<int, 3>()); break;
+    }
+}
+
+/* threads a block for a tensor-product kernel whose threads keep `slots` values each in
+ * shared memory: 64, or 32 where 64 would need more than the 48 KB a launch gets unasked */
+template <typename REAL> inline int tp_threads(int slots)
+{
+    return (size_t)slots * 64 * sizeof(REAL) <= 48 * 1024 ? 64 : 32;
+}
 
 __device__ __forceinline__ int64_t thread_index()
 {
@@ -72,26 +109,24 @@ __global__ void geometry_kernel(Params<REAL> p, Chunk c, REAL *Y, REAL *basis, R
     }
 }
 
+/* a block an edge (blockIdx.x) in these two: no thread divides a 64-bit index */
 template <typename REAL> __global__ void embed_scale_kernel(Params<REAL> p, Chunk c, REAL *z0)
 {
-    const int64_t idx = thread_index(), D = 2 * p.H;
-    if (idx >= c.n * D)
-        return;
-    const int64_t e = idx / D;
-    const int k = (int)(idx % D);
-    z0[idx] *= k < p.H ? p.cemb[c.ti[e] * p.H + k] : p.nemb[c.tj[e] * p.H + k - p.H];
+    const int64_t e = blockIdx.x;
+    const REAL *ce = p.cemb + c.ti[e] * p.H, *ne = p.nemb + c.tj[e] * p.H;
+    for (int k = threadIdx.x; k < 2 * p.H; k += blockDim.x)
+        z0[e * 2 * p.H + k] *= k < p.H ? ce[k] : ne[k - p.H];
 }
 
 template <typename REAL>
 __global__ void tensor_embed_kernel(Params<REAL> p, Chunk c, const REAL *w, const REAL *Y,
                                     REAL *V0)
 {
-    const int64_t idx = thread_index(), per = (int64_t)p.U * p.nsh;
-    if (idx >= c.n * per)
-        return;
-    const int64_t e = idx / per;
-    const int u = (int)(idx % per) / p.nsh, q = (int)(idx % p.nsh);
-    V0[idx] = w[(e * p.U + u) * p.nl + degree_of(q)] * Y[e * p.nsh + q];
+    const int64_t e = blockIdx.x;
+    for (int k = threadIdx.x; k < p.U * p.nsh; k += blockDim.x) {
+        const int u = k / p.nsh, q = k % p.nsh;
+        V0[e * p.U * p.nsh + k] = w[(e * p.U + u) * p.nl + degree_of(q)] * Y[e * p.nsh + q];
+    }
 }
 
 template <typename REAL>
@@ -117,7 +152,7 @@ __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, con
         return;
     const int64_t e = idx / p.U;
     const int u = (int)(idx % p.U);
-    REAL a[kMaxDim], b[kMaxDim], out[kMaxDim];
+    const SharedVec<REAL> a(0), b(tp.din), out(tp.din + p.nsh);
     for (int q = 0; q < tp.din; q++)
         a[q] = Vin[idx * tp.din + q];
     for (int q = 0; q < p.nsh; q++)
@@ -164,7 +199,8 @@ __global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, co
         return;
     const int64_t i = idx / p.U;
     const int u = (int)(idx % p.U);
-    REAL b[kMaxDim], gb[kMaxDim], a[kMaxDim], ga[kMaxDim], gc[kMaxDim];
+    const SharedVec<REAL> b(0), gb(p.nsh), a(2 * p.nsh), ga(2 * p.nsh + tp.din),
+        gc(2 * p.nsh + 2 * tp.din);
     for (int q = 0; q < p.nsh; q++)
         b[q] = G[idx * p.nsh + q], gb[q] = 0;
     const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
@@ -274,14 +310,10 @@ cudaError_t geometry(const Params<REAL> &p, const Chunk &c, REAL *Y, REAL *basis
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    static_assert(kMaxLmax <= FNQ_SH_LMAX, "spherical harmonics up to kMaxLmax are generated");
-    const unsigned nb = blocks_for(c.n);
-    switch (p.lmax) {
-    case 0: geometry_kernel<REAL, 0><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
-    case 1: geometry_kernel<REAL, 1><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
-    case 2: geometry_kernel<REAL, 2><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
-    default: geometry_kernel<REAL, 3><<<nb, kBlock, 0, s>>>(p, c, Y, basis, dbasis); break;
-    }
+    with_lmax(p.lmax, [&](auto L) {
+        geometry_kernel<REAL, decltype(L)::value><<<blocks_for(c.n), kBlock, 0, s>>>(p, c, Y, basis,
+                                                                                   dbasis);
+    });
     return cudaGetLastError();
 }
 
@@ -290,7 +322,7 @@ cudaError_t embed_scale(const Params<REAL> &p, const Chunk &c, REAL *z0, cudaStr
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    embed_scale_kernel<<<blocks_for(c.n * 2 * p.H), kBlock, 0, s>>>(p, c, z0);
+    embed_scale_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, z0);
     return cudaGetLastError();
 }
 
@@ -300,7 +332,7 @@ cudaError_t tensor_embed(const Params<REAL> &p, const Chunk &c, const REAL *w, c
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    tensor_embed_kernel<<<blocks_for(c.n * p.U * p.nsh), kBlock, 0, s>>>(p, c, w, Y, V0);
+    tensor_embed_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, w, Y, V0);
     return cudaGetLastError();
 }
 
@@ -320,7 +352,9 @@ cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    tp_forward_kernel<<<blocks_for(c.n * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, Vout, scal);
+    const int slots = tp.din + p.nsh + tp.dout, nt = tp_threads<REAL>(slots);
+    tp_forward_kernel<<<(unsigned)((c.n * p.U + nt - 1) / nt), nt, slots * nt * sizeof(REAL),
+                        s>>>(p, c, tp, Vin, G, Vout, scal);
     return cudaGetLastError();
 }
 
@@ -350,8 +384,10 @@ cudaError_t tp_backward(const Params<REAL> &p, const Chunk &c, const TpLayer<REA
 {
     if (c.nc == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    tp_backward_kernel<<<blocks_for((int64_t)c.nc * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, gVout,
-                                                                        gscal, gVin, gG);
+    const int slots = 2 * p.nsh + 2 * tp.din + tp.dout, nt = tp_threads<REAL>(slots);
+    tp_backward_kernel<<<(unsigned)(((int64_t)c.nc * p.U + nt - 1) / nt), nt,
+                         slots * nt * sizeof(REAL), s>>>(p, c, tp, Vin, G, gVout, gscal, gVin,
+                                                         gG);
     return cudaGetLastError();
 }
 
@@ -383,13 +419,10 @@ cudaError_t edge_gradient(const Params<REAL> &p, const Chunk &c, const REAL *gba
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    const unsigned nb = blocks_for(c.n);
-    switch (p.lmax) {
-    case 0: edge_gradient_kernel<REAL, 0><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
-    case 1: edge_gradient_kernel<REAL, 1><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
-    case 2: edge_gradient_kernel<REAL, 2><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
-    default: edge_gradient_kernel<REAL, 3><<<nb, kBlock, 0, s>>>(p, c, gbasis, dbasis, gY, grad); break;
-    }
+    with_lmax(p.lmax, [&](auto L) {
+        edge_gradient_kernel<REAL, decltype(L)::value><<<blocks_for(c.n), kBlock, 0, s>>>(
+            p, c, gbasis, dbasis, gY, grad);
+    });
     return cudaGetLastError();
 }
 

@@ -120,76 +120,54 @@ enum fnq_status split_range(const Gemm<REAL> &g, int rows, const Cols<REAL> &A, 
     return FNQ_STATUS_OK;
 }
 
-/* out ranges (beta 0) = in ranges x W_k, each (in, out) pair its block of W_k */
+/* y ranges (+)= x ranges x op(W_k), each (x, y) pair of ranges its block of W_k:
+ *   op N, forward: x the layer's inputs (rows of W_k), y its outputs (columns);
+ *   op T, backward: x the outputs' gradients (columns), y the inputs' (rows).
+ * The first x range sets y (beta 0) unless add[b] asks y range b to be added to. */
 template <typename REAL>
-enum fnq_status forward_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, int rows,
-                               const Cols<REAL> *in, int n_in, const Cols<REAL> *out, int n_out)
+enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cublasOperation_t op,
+                            int rows, const Cols<REAL> *x, int nx, const Cols<REAL> *y,
+                            const int *add, int ny)
 {
     const int ldw = m.dim[k + 1];
-    int r0 = 0;
-    for (int a = 0; a < n_in; a++) {
+    int xo = 0;
+    for (int a = 0; a < nx; a++) {
         const REAL *hi, *lo;
-        FNQ_CHECK(split_range(g, rows, in[a], &hi, &lo));
-        int c0 = 0;
-        for (int b = 0; b < n_out; b++) {
-            const int64_t at = (int64_t)r0 * ldw + c0;
-            FNQ_CHECK(product(g, CUBLAS_OP_N, out[b].cols, rows, in[a].cols, m.w[k] + at,
-                              m.w_hi[k] + at, m.w_lo[k] + at, ldw, in[a], hi, lo,
-                              REAL(a > 0 ? 1 : 0), out[b].p, out[b].ld));
-            c0 += out[b].cols;
+        FNQ_CHECK(split_range(g, rows, x[a], &hi, &lo));
+        int yo = 0;
+        for (int b = 0; b < ny; b++) {
+            const int64_t at = op == CUBLAS_OP_N ? (int64_t)xo * ldw + yo : (int64_t)yo * ldw + xo;
+            const REAL beta = (a > 0 || (add && add[b])) ? REAL(1) : REAL(0);
+            FNQ_CHECK(product(g, op, y[b].cols, rows, x[a].cols, m.w[k] + at, m.w_hi[k] + at,
+                              m.w_lo[k] + at, ldw, x[a], hi, lo, beta, y[b].p, y[b].ld));
+            yo += y[b].cols;
         }
-        r0 += in[a].cols;
+        xo += x[a].cols;
     }
     return FNQ_STATUS_OK;
 }
 
-/* target ranges (rows of W_k) (+)= g ranges (columns of W_k) x W_k^T */
+/* h = act(pre) (forward), or h *= act'(pre) where h holds the gradient (backward); a block a
+ * row (blockIdx.x), so no thread divides a 64-bit index */
 template <typename REAL>
-enum fnq_status backward_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, int rows,
-                                const Cols<REAL> *gr, int n_g, const Cols<REAL> *t,
-                                const int *add, int n_t)
+__global__ void act_kernel(int cols, REAL *h, const REAL *pre, int ld_pre, int kind, REAL scale,
+                           int backward)
 {
-    const int ldw = m.dim[k + 1];
-    int c0 = 0;
-    for (int b = 0; b < n_g; b++) {
-        const REAL *hi, *lo;
-        FNQ_CHECK(split_range(g, rows, gr[b], &hi, &lo));
-        int r0 = 0;
-        for (int a = 0; a < n_t; a++) {
-            const int64_t at = (int64_t)r0 * ldw + c0;
-            const REAL beta = (b > 0 || (add && add[a])) ? REAL(1) : REAL(0);
-            FNQ_CHECK(product(g, CUBLAS_OP_T, t[a].cols, rows, gr[b].cols, m.w[k] + at,
-                              m.w_hi[k] + at, m.w_lo[k] + at, ldw, gr[b], hi, lo, beta, t[a].p,
-                              t[a].ld));
-            r0 += t[a].cols;
-        }
-        c0 += gr[b].cols;
-    }
+    REAL *hr = h + (int64_t)blockIdx.x * cols;
+    const REAL *pr = pre + (int64_t)blockIdx.x * ld_pre;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        hr[c] = backward ? hr[c] * act_deriv<REAL>(kind, scale, pr[c])
+                         : act_apply<REAL>(kind, scale, pr[c]);
+}
+
+template <typename REAL>
+enum fnq_status activation(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows, int cols, REAL *h,
+                           const REAL *pre, int backward)
+{
+    act_kernel<<<rows, cols < 256 ? 128 : 256, 0, g.s>>>(cols, h, pre, m.n_pre, m.act_kind,
+                                                          m.act_scale, backward);
+    FNQ_CUDA_LAUNCHED();
     return FNQ_STATUS_OK;
-}
-
-template <typename REAL>
-__global__ void act_forward_kernel(int64_t rows, int cols, const REAL *pre, int ld_pre, REAL *h,
-                                   int kind, REAL scale)
-{
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= rows * cols)
-        return;
-    const int64_t r = idx / cols;
-    const int c = (int)(idx % cols);
-    h[idx] = act_apply<REAL>(kind, scale, pre[r * ld_pre + c]);
-}
-
-template <typename REAL>
-__global__ void act_backward_kernel(int64_t rows, int cols, REAL *g, const REAL *pre, int ld_pre,
-                                    int kind, REAL scale)
-{
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= rows * cols)
-        return;
-    const int64_t r = idx / cols;
-    const int c = (int)(idx % cols);
-    g[idx] *= act_deriv<REAL>(kind, scale, pre[r * ld_pre + c]);
 }
 
 } // namespace
@@ -264,12 +242,10 @@ enum fnq_status mlp_forward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
     for (int k = 0; k < m.K; k++) {
         const int no = m.dim[k + 1];
         if (k == m.K - 1)
-            return forward_blocks(g, m, k, rows, x, nx, out, n_out);
+            return gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, out, nullptr, n_out);
         const Cols<REAL> p = {pre + off, m.n_pre, no};
-        FNQ_CHECK(forward_blocks(g, m, k, rows, x, nx, &p, 1));
-        act_forward_kernel<<<blocks_for((int64_t)rows * no), kBlock, 0, g.s>>>(
-            rows, no, p.p, m.n_pre, work, m.act_kind, m.act_scale);
-        FNQ_CUDA_LAUNCHED();
+        FNQ_CHECK(gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, &p, nullptr, 1));
+        FNQ_CHECK(activation(g, m, rows, no, work, p.p, 0));
         hidden = {work, no, no};
         x = &hidden, nx = 1, off += no;
     }
@@ -289,14 +265,12 @@ enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
     for (int k = m.K - 1; k >= 0; k--) {
         const int ni = m.dim[k], no = m.dim[k + 1];
         if (k == 0)
-            return backward_blocks(gm, m, 0, rows, g, ng, gin, add, n_gin);
+            return gemm_blocks(gm, m, 0, CUBLAS_OP_T, rows, g, ng, gin, add, n_gin);
         Cols<REAL> &t = hidden[k & 1];
         t = {work + (int64_t)(k & 1) * rows * width, ni, ni};
-        FNQ_CHECK(backward_blocks(gm, m, k, rows, g, ng, &t, nullptr, 1));
+        FNQ_CHECK(gemm_blocks(gm, m, k, CUBLAS_OP_T, rows, g, ng, &t, nullptr, 1));
         off -= ni; /* layer k's input is act(the pre-activations of hidden layer k) */
-        act_backward_kernel<<<blocks_for((int64_t)rows * ni), kBlock, 0, gm.s>>>(
-            rows, ni, t.p, pre + off, m.n_pre, m.act_kind, m.act_scale);
-        FNQ_CUDA_LAUNCHED();
+        FNQ_CHECK(activation(gm, m, rows, ni, t.p, pre + off, 1));
         g = &t, ng = 1;
     }
     return FNQ_STATUS_OK;
