@@ -16,6 +16,10 @@
 #          compiled peer (AOTInductor, Triton contracter, target ase) and both timed by
 #          bench/bench_nequip_peers.py (SIZES, default 8,10,16,20: 4,096 to 64,000 atoms; MODES,
 #          default model,ase)
+#   weak   weak scaling in LAMMPS (bench/bench_lammps.py, in.si-nvt, float32, the peer part's
+#          model: made first if missing): 8^3 diamond cells (4,096 atoms) on one rank and GPU,
+#          then 16x8x8 cells on 2 ranks and GPUs, and 16x16x8 on 4 when the machine has 4 GPUs
+#          (WEAK_STEPS steps, default 10); JSON lines in $OUT/allegro-weak.jsonl
 # Needs .deps (with lammps-src.tar.xz, .lammps-src packed: unpacked here when missing),
 # .whl/lite (nequip, nequip-allegro and what they need beyond the machine's PyTorch and pytest:
 # scripts/gpu/README.md), .models/nequix (nequix-mp-1, for the GPU check of
@@ -32,14 +36,30 @@ export FNQ_NEQUIP_WHEELS=.whl/lite FUSEDNEQUIP_MODEL_DIR=$PWD/.models
 source scripts/gpu/gpu-nequip-env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
+build_lammps() { # LAMMPS alone, as gpu-suite.sh (~70 s)
+  [ -x /tmp/fnq-lammps/lmp ] && return
+  cmake -S .lammps-src/cmake -B /tmp/fnq-lammps -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on \
+    -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on -DBUILD_SHARED_LIBS=on \
+    -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off -DWITH_GZIP=off -DWITH_FFMPEG=off \
+    > /dev/null
+  cmake --build /tmp/fnq-lammps -j "$(nproc)" > "$OUT/lammps-build.log" 2>&1
+}
+dir=${PEER_DIR:-/tmp/allegro-peer}
+make_model() { # the Allegro-OAM-L-width model, once per machine
+  [ -f "$dir/nequip-peer.fnqm" ] && return
+  mkdir -p "$dir"
+  ( cd "$dir" && python3 "$OLDPWD/tests/fixtures/allegro/generate.py" --full-width \
+      --model-dtype float32 "$dir" ) > "$OUT/allegro-generate.log" 2>&1 ||
+    { tail -30 "$OUT/allegro-generate.log"; exit 1; }
+  tail -8 "$OUT/allegro-generate.log"
+  cp "$dir/allegro_oam_l_widths_2sp.fnqm" "$dir/nequip-peer.fnqm"
+  cp "$dir/allegro_oam_l_widths_2sp.nequip.zip" "$dir/nequip-peer.nequip.zip"
+  python3 -c "import json; json.dump({'type_names': ['Si', 'O'], 'options': {'r_max': 7.0}},
+                                     open('$dir/nequip-peer.json', 'w'))"
+}
+
 if [[ $parts == *" tests "* ]]; then
-  if [ ! -x /tmp/fnq-lammps/lmp ]; then # LAMMPS alone, as gpu-suite.sh (~70 s)
-    cmake -S .lammps-src/cmake -B /tmp/fnq-lammps -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on \
-      -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on -DBUILD_SHARED_LIBS=on \
-      -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off -DWITH_GZIP=off -DWITH_FFMPEG=off \
-      > /dev/null
-    cmake --build /tmp/fnq-lammps -j "$(nproc)" > "$OUT/lammps-build.log" 2>&1
-  fi
+  build_lammps
   # gpu_allegro's command with this environment's Python path (pytest from .whl/lite)
   python3 tests/gpu_pytest.py python/tests/test_allegro_engine.py -k "cuda or gpu or auto" \
     2>&1 | tee "$OUT/allegro-tests.txt"
@@ -49,27 +69,17 @@ fi
 
 if [[ $parts == *" sanitize "* ]]; then
   for tool in memcheck initcheck; do
+    rc=0
     FNQ_ALLEGRO_CHUNK=60 timeout 900 compute-sanitizer --tool $tool --error-exitcode 99 \
       python3 tests/gpu_pytest.py python/tests/test_allegro_engine.py -k "cuda or gpu_chunks" \
-      > "$OUT/allegro-$tool.log" 2>&1
-    echo "allegro $tool rc $? $(grep -E "ERROR SUMMARY" "$OUT/allegro-$tool.log" | sort |
+      > "$OUT/allegro-$tool.log" 2>&1 || rc=$?
+    echo "allegro $tool rc $rc $(grep -E "ERROR SUMMARY" "$OUT/allegro-$tool.log" | sort |
       uniq -c | tr '\n' ' ')$(grep -E "passed|failed" "$OUT/allegro-$tool.log" | tail -1)"
   done
 fi
 
 if [[ $parts == *" peer "* ]]; then
-  dir=${PEER_DIR:-/tmp/allegro-peer}
-  mkdir -p "$dir"
-  if [ ! -f "$dir/nequip-peer.fnqm" ]; then
-    ( cd "$dir" && python3 "$OLDPWD/tests/fixtures/allegro/generate.py" --full-width \
-        --model-dtype float32 "$dir" ) > "$OUT/allegro-generate.log" 2>&1 ||
-      { tail -30 "$OUT/allegro-generate.log"; exit 1; }
-    tail -8 "$OUT/allegro-generate.log"
-    cp "$dir/allegro_oam_l_widths_2sp.fnqm" "$dir/nequip-peer.fnqm"
-    cp "$dir/allegro_oam_l_widths_2sp.nequip.zip" "$dir/nequip-peer.nequip.zip"
-    python3 -c "import json; json.dump({'type_names': ['Si', 'O'], 'options': {'r_max': 7.0}},
-                                       open('$dir/nequip-peer.json', 'w'))"
-  fi
+  make_model
   # our GPU engine on the converted float32 model against nequip-allegro's float32 outputs
   python3 - "$dir" <<'EOF'
 import json, os, sys
@@ -99,4 +109,16 @@ EOF
   python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq,nequip-triton \
     --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
     --out "$OUT/allegro-peers.jsonl" 2>&1 | tee "$OUT/allegro-peers.txt"
+fi
+
+if [[ $parts == *" weak "* ]]; then
+  build_lammps & make_model; wait
+  gpus=$(nvidia-smi -L | wc -l) threads=$(( $(nproc) / gpus ))
+  weak() { python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
+    --plugin build-gpu/pair_style/fusednequipplugin.so \
+    --device cuda --dtype float32 --model "$dir/nequip-peer.fnqm" --steps "${WEAK_STEPS:-10}" \
+    --cells "$1" --configs "$2x$threads" | tee -a "$OUT/allegro-weak.jsonl"; }
+  weak 8 1
+  [ "$gpus" -lt 2 ] || weak 16x8x8 2
+  [ "$gpus" -lt 4 ] || weak 16x16x8 4
 fi
