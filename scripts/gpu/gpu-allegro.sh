@@ -20,6 +20,10 @@
 #          model: made first if missing): 8^3 diamond cells (4,096 atoms) on one rank and GPU,
 #          then 16x8x8 cells on 2 ranks and GPUs, and 16x16x8 on 4 when the machine has 4 GPUs
 #          (WEAK_STEPS steps, default 10); JSON lines in $OUT/allegro-weak.jsonl
+#   largest  the same model on one GPU at LARGEST_SIZES (default "32 40": 262,144 and 512,000
+#          atoms of the mixed lattice), one call each with the library's own neighbour list
+#          (compute): seconds, edges, GPU memory in use after it (the engine works in chunks,
+#          so the host's memory bounds it); JSON lines in $OUT/allegro-largest.jsonl
 # Needs .deps (with lammps-src.tar.xz, .lammps-src packed: unpacked here when missing),
 # .whl/lite (nequip, nequip-allegro and what they need beyond the machine's PyTorch and pytest:
 # scripts/gpu/README.md), .models/nequix (nequix-mp-1, for the GPU check of
@@ -121,4 +125,30 @@ if [[ $parts == *" weak "* ]]; then
   weak 8 1
   [ "$gpus" -lt 2 ] || weak 16x8x8 2
   [ "$gpus" -lt 4 ] || weak 16x16x8 4
+fi
+
+if [[ $parts == *" largest "* ]]; then
+  make_model
+  for rep in ${LARGEST_SIZES:-32 40}; do
+    FNQ_TIMING=1 python3 - "$dir" "$rep" <<'PY' 2>&1 | tee -a "$OUT/allegro-largest.jsonl"
+import json, resource, subprocess, sys, time
+import numpy as np
+from fusednequip import Context, Model
+from mixed_workload import mixed_crystal
+d, rep = sys.argv[1], int(sys.argv[2])
+model = Model(d + "/nequip-peer.fnqm")
+atoms = mixed_crystal(rep, ["Si", "O"])
+ctx = Context(model, device="cuda", dtype="float32")
+sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
+t = time.perf_counter()
+e = ctx.compute(atoms.positions, sp, atoms.cell.array, atoms.pbc)[0]
+t = time.perf_counter() - t
+used = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                      capture_output=True, text=True).stdout.split()[0]
+print(json.dumps({"bench": "allegro-largest", "atoms": len(atoms), "edges": ctx.last_num_edges,
+                  "seconds": round(t, 2), "energy": e, "finite": bool(np.isfinite(e)),
+                  "gpu_memory_used_mib_after": int(used), "host_max_rss_gb":
+                  round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 1)}), flush=True)
+PY
+  done
 fi
