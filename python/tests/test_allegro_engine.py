@@ -174,6 +174,32 @@ def test_gpu_chunks_and_repeats(npz, tmp_path, monkeypatch):
             assert np.array_equal(np.asarray(a), np.asarray(b)), f"{dtype}: not bitwise repeatable"
 
 
+@pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
+@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
+def test_gpu_tf32(npz, tmp_path, monkeypatch):
+    """FNQ_TF32=1 (float32): the MLPs' GEMMs on tensor cores with the 3xTF32 split keep
+    float32's accuracy (the CPU's float64 results within the float32 bar) and the same bits on
+    a repeated call, in chunks too"""
+    from fusednequip import Context
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    atoms = read(os.path.join(FIXTURES, ref["cases"]["small_cell"]["xyz"])).repeat((2, 2, 2))
+    atoms.rattle(0.02, seed=7)
+    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
+    args = (atoms.positions, sp, atoms.cell.array, atoms.pbc)
+    want = Context(model, device="cpu", dtype="float64").compute(*args)
+    monkeypatch.setenv("FNQ_TF32", "1")
+    for chunk in ("0", "60"):
+        monkeypatch.setenv("FNQ_ALLEGRO_CHUNK", chunk)
+        ctx = Context(model, device="cuda", dtype="float32")
+        first = ctx.compute(*args)
+        for got, exp, what in zip(first, want, ["energy", "energies", "forces", "virial"]):
+            assert rel(got, exp) <= TOL["float32"], f"chunk {chunk} {what}: {rel(got, exp):.2e}"
+        again = ctx.compute(*args)
+        for a, b in zip(first, again):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), f"chunk {chunk}: not repeatable"
+
+
 @pytest.mark.parametrize("edit, named", [
     (lambda h: h.update(num_tensor_features=h["num_tensor_features"] + 1), "tensor_embed"),
     (lambda h: h["layers"][0]["paths"].append([0, 9, 0]), "layers[0].paths"),
