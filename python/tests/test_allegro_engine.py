@@ -149,29 +149,42 @@ def test_device_auto(tmp_path):
     assert Context(model, device="auto").device == ("cuda" if _gpu_present() else "cpu")
 
 
+def _supercell(npz, tmp_path, seed):
+    """the fixture's model, its small cell repeated 2x2x2 and rattled (compute's arguments),
+    and the CPU's float64 results there"""
+    from fusednequip import Context
+    model = _model(npz, tmp_path)
+    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
+    atoms = read(os.path.join(FIXTURES, ref["cases"]["small_cell"]["xyz"])).repeat((2, 2, 2))
+    atoms.rattle(0.02, seed=seed)
+    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
+    args = (atoms.positions, sp, atoms.cell.array, atoms.pbc)
+    return model, args, Context(model, device="cpu", dtype="float64").compute(*args)
+
+
+def _check_repeatable(model, args, want, dtype, label, device="cuda"):
+    """a context made now (the FNQ_ variables set now) gives `want` within dtype's bar, and the
+    same bits on a second call"""
+    from fusednequip import Context
+    ctx = Context(model, device=device, dtype=dtype)
+    first = ctx.compute(*args)
+    for got, exp, what in zip(first, want, ["energy", "energies", "forces", "virial"]):
+        assert rel(got, exp) <= TOL[dtype], f"{label} {what}: {rel(got, exp):.2e}"
+    again = ctx.compute(*args)
+    for a, b in zip(first, again):
+        assert np.array_equal(np.asarray(a), np.asarray(b)), f"{label}: not bitwise repeatable"
+
+
 @pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
 def test_gpu_chunks_and_repeats(npz, tmp_path, monkeypatch):
     """the GPU engine cuts a structure into chunks of whole centres: with chunks of ~60 edges
     (one to a few atoms each) a 2x2x2 supercell gives the CPU's float64 results, and every
     call the same bits in both precisions"""
-    from fusednequip import Context
-    model = _model(npz, tmp_path)
-    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
-    atoms = read(os.path.join(FIXTURES, ref["cases"]["small_cell"]["xyz"])).repeat((2, 2, 2))
-    atoms.rattle(0.02, seed=5)
-    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
-    args = (atoms.positions, sp, atoms.cell.array, atoms.pbc)
-    want = Context(model, device="cpu", dtype="float64").compute(*args)
+    model, args, want = _supercell(npz, tmp_path, seed=5)
     monkeypatch.setenv("FNQ_ALLEGRO_CHUNK", "60")
-    for dtype, tol in TOL.items():
-        ctx = Context(model, device="cuda", dtype=dtype)
-        first = ctx.compute(*args)
-        for got, exp, what in zip(first, want, ["energy", "energies", "forces", "virial"]):
-            assert rel(got, exp) <= tol, f"{dtype} {what}: {rel(got, exp):.2e}"
-        again = ctx.compute(*args)
-        for a, b in zip(first, again):
-            assert np.array_equal(np.asarray(a), np.asarray(b)), f"{dtype}: not bitwise repeatable"
+    for dtype in TOL:
+        _check_repeatable(model, args, want, dtype, dtype)
 
 
 @pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
@@ -180,24 +193,11 @@ def test_gpu_tf32(npz, tmp_path, monkeypatch):
     """FNQ_TF32=1 (float32): the MLPs' GEMMs on tensor cores with the 3xTF32 split keep
     float32's accuracy (the CPU's float64 results within the float32 bar) and the same bits on
     a repeated call, in chunks too"""
-    from fusednequip import Context
-    model = _model(npz, tmp_path)
-    ref = json.load(open(os.path.join(FIXTURES, _name(npz) + ".json")))
-    atoms = read(os.path.join(FIXTURES, ref["cases"]["small_cell"]["xyz"])).repeat((2, 2, 2))
-    atoms.rattle(0.02, seed=7)
-    sp = np.array(model.species_indices(atoms.get_chemical_symbols()), dtype=np.int32)
-    args = (atoms.positions, sp, atoms.cell.array, atoms.pbc)
-    want = Context(model, device="cpu", dtype="float64").compute(*args)
+    model, args, want = _supercell(npz, tmp_path, seed=7)
     monkeypatch.setenv("FNQ_TF32", "1")
     for chunk in ("0", "60"):
         monkeypatch.setenv("FNQ_ALLEGRO_CHUNK", chunk)
-        ctx = Context(model, device="cuda", dtype="float32")
-        first = ctx.compute(*args)
-        for got, exp, what in zip(first, want, ["energy", "energies", "forces", "virial"]):
-            assert rel(got, exp) <= TOL["float32"], f"chunk {chunk} {what}: {rel(got, exp):.2e}"
-        again = ctx.compute(*args)
-        for a, b in zip(first, again):
-            assert np.array_equal(np.asarray(a), np.asarray(b)), f"chunk {chunk}: not repeatable"
+        _check_repeatable(model, args, want, "float32", f"chunk {chunk}")
 
 
 @pytest.mark.parametrize("edit, named", [
