@@ -103,7 +103,7 @@ enum fnq_status upload_as(Engine<REAL> *s, const double *src, int64_t n, const T
     for (int64_t q = 0; q < n; q++)
         host[q] = (T)src[q];
     return upload(s->model_arrays, host.data(), sizeof(T) * (size_t)n,
-                        reinterpret_cast<const void **>(dst));
+                  reinterpret_cast<const void **>(dst));
 }
 
 /* the widest hidden layer of an MLP (the work arrays) and widest layer (the TF32 split) */
@@ -134,9 +134,9 @@ template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
     tp.dout = (int)Lk->out.dim;
     tp.coupled = Lk->coupled;
     FNQ_CHECK(upload(s->model_arrays, terms.data(), sizeof(TpTerm) * terms.size(),
-                           reinterpret_cast<const void **>(&tp.terms)));
-    return upload_as(s, Lk->path_weights,
-                                 (int64_t)(Lk->coupled ? s->U : 1) * Lk->n_paths, &tp.w);
+                     reinterpret_cast<const void **>(&tp.terms)));
+    return upload_as(s, Lk->path_weights, (int64_t)(Lk->coupled ? s->U : 1) * Lk->n_paths,
+                     &tp.w);
 }
 
 template <typename REAL> void engine_free(Engine<REAL> *s)
