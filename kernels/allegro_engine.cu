@@ -117,6 +117,16 @@ template <typename REAL> void note_width(Engine<REAL> *s, const Mlp<REAL> &m)
     }
 }
 
+/* irreps of one block per degree from 0 up (block l at offset l^2): the layout the
+ * generated tensor-product code assumes */
+static bool in_degree_order(const struct fnq_irreps &ir)
+{
+    for (int32_t b = 0; b < ir.n_blocks; b++)
+        if (ir.block[b].l != b || ir.block[b].offset != (int64_t)b * b)
+            return false;
+    return true;
+}
+
 template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
 {
     const struct fnq_allegro_layer *Lk = &s->al->layer[k];
@@ -135,6 +145,16 @@ template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
     tp.coupled = Lk->coupled;
     FNQ_CHECK(upload(s->model_arrays, terms.data(), sizeof(TpTerm) * terms.size(),
                      reinterpret_cast<const void **>(&tp.terms)));
+    tp.code = nullptr;
+    if (in_degree_order(Lk->in) && in_degree_order(Lk->out)) {
+        std::vector<int> code;
+        for (int32_t q = 0; q < Lk->n_paths; q++) {
+            const struct fnq_allegro_path *P = &Lk->paths[q];
+            code.push_back(allegro::tp_path_code(P->l1, P->l2, P->l3));
+        }
+        FNQ_CHECK(upload(s->model_arrays, code.data(), sizeof(int) * code.size(),
+                         reinterpret_cast<const void **>(&tp.code)));
+    }
     return upload_as(s, Lk->path_weights, (int64_t)(Lk->coupled ? s->U : 1) * Lk->n_paths,
                      &tp.w);
 }

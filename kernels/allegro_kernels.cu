@@ -8,6 +8,7 @@
 
 #include "allegro_kernels.cuh"
 #include "edge_ops.cuh"
+#include "tp_code.inc"
 
 namespace fnqcu {
 namespace allegro {
@@ -168,6 +169,127 @@ __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, con
         Vout[idx * tp.dout + q] = out[q];
     scal[idx] = out[0];
 }
+
+/* The tensor products with the coupling as generated code (TpLayer::code): a thread's
+ * vectors are registers, every index a constant once the path's case is chosen. The paths'
+ * Clebsch-Gordan coefficients times sqrt(2 l3 + 1) are the model's terms (allegro_load.c);
+ * the generated code sums the terms of one output with equal |c| first (tp_code.inc), so the
+ * results differ from the terms' kernels by rounding only. */
+template <int L1, int L2, int L3, typename REAL, int D>
+__device__ __forceinline__ void tp_path_forward(const REAL (&a)[D], const REAL (&b)[D],
+                                                REAL (&out)[D], REAL w)
+{
+    using P = tpgen::Path<L1, L2, L3>;
+    REAL t[P::D3];
+#pragma unroll
+    for (int m = 0; m < P::D3; m++)
+        t[m] = 0;
+    P::fwd(a + L1 * L1, b + L2 * L2, t);
+#pragma unroll
+    for (int m = 0; m < P::D3; m++)
+        out[L3 * L3 + m] += w * t[m];
+}
+
+template <int L1, int L2, int L3, typename REAL, int D>
+__device__ __forceinline__ void tp_path_backward(const REAL (&a)[D], const REAL (&b)[D],
+                                                 const REAL (&gc)[D], REAL (&ga)[D],
+                                                 REAL (&gb)[D], REAL w)
+{
+    using P = tpgen::Path<L1, L2, L3>;
+    REAL g[P::D3];
+#pragma unroll
+    for (int m = 0; m < P::D3; m++)
+        g[m] = w * gc[L3 * L3 + m];
+    P::bwd(a + L1 * L1, b + L2 * L2, g, g, gb + L2 * L2, ga + L1 * L1);
+}
+
+/* f<l1, l2, l3>() for the path of this code (one case per path with every l <= L) */
+#define FNQ_ALLEGRO_PATH_CASE(l1, l2, l3)                                                     \
+    case tp_path_code(l1, l2, l3):                                                            \
+        if constexpr (l1 <= L && l2 <= L && l3 <= L)                                          \
+            FNQ_ALLEGRO_PATH_CALL(l1, l2, l3);                                                \
+        break;
+
+template <typename REAL, int L>
+__global__ void tp_forward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
+                                      const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal)
+{
+    constexpr int D = (L + 1) * (L + 1);
+    const int64_t idx = thread_index();
+    if (idx >= c.n * p.U)
+        return;
+    const int64_t e = idx / p.U;
+    const int u = (int)(idx % p.U);
+    const REAL *g = G + (centre_of(c, e) * p.U + u) * p.nsh;
+    REAL a[D], b[D], out[D];
+#pragma unroll
+    for (int q = 0; q < D; q++) {
+        a[q] = q < tp.din ? Vin[idx * tp.din + q] : REAL(0);
+        b[q] = g[q]; /* nsh = D */
+        out[q] = 0;
+    }
+    const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
+#pragma unroll 1
+    for (int k = 0; k < tp.n_paths; k++) {
+        const REAL wk = w[k];
+        switch (tp.code[k]) {
+#define FNQ_ALLEGRO_PATH_CALL(l1, l2, l3) tp_path_forward<l1, l2, l3>(a, b, out, wk)
+            FNQ_TP_PATHS(FNQ_ALLEGRO_PATH_CASE)
+#undef FNQ_ALLEGRO_PATH_CALL
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        if (q < tp.dout)
+            Vout[idx * tp.dout + q] = out[q];
+    scal[idx] = out[0];
+}
+
+template <typename REAL, int L>
+__global__ void tp_backward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
+                                       const REAL *Vin, const REAL *G, const REAL *gVout,
+                                       const REAL *gscal, REAL *gVin, REAL *gG)
+{
+    constexpr int D = (L + 1) * (L + 1);
+    const int64_t idx = thread_index();
+    if (idx >= (int64_t)c.nc * p.U)
+        return;
+    const int64_t i = idx / p.U;
+    const int u = (int)(idx % p.U);
+    REAL b[D], gb[D];
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        b[q] = G[idx * p.nsh + q], gb[q] = 0;
+    const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
+    for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++) {
+        const int64_t eu = e * p.U + u;
+        REAL a[D], ga[D], gc[D];
+#pragma unroll
+        for (int q = 0; q < D; q++) {
+            a[q] = q < tp.din ? Vin[eu * tp.din + q] : REAL(0);
+            ga[q] = 0;
+            gc[q] = gVout && q < tp.dout ? gVout[eu * tp.dout + q] : REAL(0);
+        }
+        gc[0] += gscal[eu];
+#pragma unroll 1
+        for (int k = 0; k < tp.n_paths; k++) {
+            const REAL wk = w[k];
+            switch (tp.code[k]) {
+#define FNQ_ALLEGRO_PATH_CALL(l1, l2, l3) tp_path_backward<l1, l2, l3>(a, b, gc, ga, gb, wk)
+                FNQ_TP_PATHS(FNQ_ALLEGRO_PATH_CASE)
+#undef FNQ_ALLEGRO_PATH_CALL
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < D; q++)
+            if (q < tp.din)
+                gVin[eu * tp.din + q] = ga[q];
+    }
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        gG[idx * p.nsh + q] = gb[q];
+}
+#undef FNQ_ALLEGRO_PATH_CASE
 
 template <typename REAL>
 __global__ void centre_energy_kernel(Params<REAL> p, Chunk c, const REAL *eps, double *energy)
@@ -352,6 +474,13 @@ cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
+    if (tp.code) {
+        with_lmax(p.lmax, [&](auto L) {
+            tp_forward_gen_kernel<REAL, decltype(L)::value><<<blocks_for(c.n * p.U), kBlock, 0,
+                                                              s>>>(p, c, tp, Vin, G, Vout, scal);
+        });
+        return cudaGetLastError();
+    }
     const int slots = tp.din + p.nsh + tp.dout, nt = tp_threads<REAL>(slots);
     tp_forward_kernel<<<(unsigned)((c.n * p.U + nt - 1) / nt), nt, slots * nt * sizeof(REAL),
                         s>>>(p, c, tp, Vin, G, Vout, scal);
@@ -384,6 +513,14 @@ cudaError_t tp_backward(const Params<REAL> &p, const Chunk &c, const TpLayer<REA
 {
     if (c.nc == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
+    if (tp.code) {
+        with_lmax(p.lmax, [&](auto L) {
+            tp_backward_gen_kernel<REAL, decltype(L)::value>
+                <<<blocks_for((int64_t)c.nc * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, gVout,
+                                                                   gscal, gVin, gG);
+        });
+        return cudaGetLastError();
+    }
     const int slots = 2 * p.nsh + 2 * tp.din + tp.dout, nt = tp_threads<REAL>(slots);
     tp_backward_kernel<<<(unsigned)(((int64_t)c.nc * p.U + nt - 1) / nt), nt,
                          slots * nt * sizeof(REAL), s>>>(p, c, tp, Vin, G, gVout, gscal, gVin,

@@ -27,6 +27,7 @@ struct fnq_allegro_mlp {
 /* One path (a, b, c): input block a x spherical-harmonic block b -> output block c, as its
  * non-zero coupling terms sqrt(2 l_c + 1) C(l_a, l_b, l_c)[m1][m2][m3] at the blocks' offsets */
 struct fnq_allegro_path {
+    int32_t l1, l2, l3; /* input block's degree x harmonic degree -> output block's */
     int32_t n_terms;
     int32_t *i1, *i2, *i3; /* component indices in the input, Y and output vectors */
     double *coef;

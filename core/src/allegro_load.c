@@ -167,6 +167,7 @@ static enum fnq_status read_paths(const cJSON *list, const char *file, const cha
                              path, p, la, lb, lc);
         }
         struct fnq_allegro_path *pa = &L->paths[p];
+        pa->l1 = la, pa->l2 = lb, pa->l3 = lc;
         pa->i1 = malloc(sizeof(int32_t) * (size_t)n);
         pa->i2 = malloc(sizeof(int32_t) * (size_t)n);
         pa->i3 = malloc(sizeof(int32_t) * (size_t)n);
