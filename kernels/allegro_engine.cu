@@ -291,7 +291,7 @@ int64_t carve_arena(const Engine<REAL> *s, REAL *base, int64_t E, int64_t C, Chu
         c->G[k] = take(C, s->U * s->nsh);
     c->gG = take(C, s->U * s->nsh);
     c->none = c->work; /* pre-activations of a one-layer MLP: none are written */
-    c->split = s->tf32 ? take(E, 2 * s->max_dim) : nullptr;
+    c->split = s->tf32 ? take(E, 3 * s->max_dim) : nullptr;
     return at;
 }
 

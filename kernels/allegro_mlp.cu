@@ -2,8 +2,8 @@
  * allegro_mlp.cu: Allegro's scalar MLPs as cuBLAS GEMMs over a chunk's rows (allegro_mlp.cuh).
  * Row-major arrays are column-major transposes to cuBLAS: Y = X W is Y^T = W^T X^T, and the
  * backward G W^T is W G^T; a block of W (a range of its rows and columns) is W's pointer moved
- * to the block's corner with W's own leading dimension. With FNQ_TF32=1 a float32 GEMM is three
- * TF32 GEMMs of split operands (allegro_mlp.cuh, Gemm).
+ * to the block's corner with W's own leading dimension. With FNQ_TF32=1 a float32 GEMM is one
+ * TF32 GEMM of split operands over three times the contraction (allegro_mlp.cuh, Gemm).
  */
 #include <mma.h>
 #include <stdint.h>
@@ -65,56 +65,45 @@ cublasStatus_t gemm_tf32(cublasHandle_t h, cublasOperation_t ta, int m, int n, i
                         CUBLAS_GEMM_DEFAULT);
 }
 
-/* hi = x rounded to TF32 (nearest), lo = x - hi, for rows x cols values at x (leading ld) into
- * hi and lo (leading cols) */
-__global__ void split_kernel(int64_t rows, int cols, const float *x, int ld, float *hi, float *lo)
+/* x's values as (hi, lo, hi) triples, hi = x rounded to TF32 (nearest), lo = x - hi: rows x
+ * cols values at x (leading ld) into t (3 cols values a row) */
+__global__ void split_kernel(int cols, const float *x, int ld, float *t)
 {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= rows * cols)
-        return;
-    const float v = x[(idx / cols) * ld + idx % cols];
-    const float h = nvcuda::wmma::__float_to_tf32(v);
-    hi[idx] = h;
-    lo[idx] = v - h;
+    const float *xr = x + (int64_t)blockIdx.x * ld;
+    float *tr = t + (int64_t)blockIdx.x * 3 * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        const float v = xr[c], h = nvcuda::wmma::__float_to_tf32(v);
+        tr[3 * c] = h, tr[3 * c + 1] = v - h, tr[3 * c + 2] = h;
+    }
 }
 
-unsigned blocks_for(int64_t n) { return (unsigned)((n + kBlock - 1) / kBlock); }
-
-/* C (+)= A op(B) where op(B) is a block of the weights: exact, or with A split and B in its two
- * parts as three TF32 products (small parts first) */
+/* C (+)= op(W block) A for `rows` rows: exact, or (A3: A's triples, W3 its block's triples,
+ * ldw3 their leading dimension) as the 3xTF32 sum in one TF32 GEMM */
 template <typename REAL>
 enum fnq_status product(const Gemm<REAL> &g, cublasOperation_t ta, int m, int rows, int k,
-                        const REAL *W, const REAL *W_hi, const REAL *W_lo, int ldw,
-                        const Cols<REAL> &A, const REAL *A_hi, const REAL *A_lo, REAL beta,
-                        REAL *C, int ldc)
+                        const REAL *W, int ldw, const REAL *W3, int ldw3, const Cols<REAL> &A,
+                        const REAL *A3, REAL beta, REAL *C, int ldc)
 {
     if constexpr (sizeof(REAL) == sizeof(float)) {
-        if (A_hi) {
-            FNQ_CHECK(blas_check(gemm_tf32(g.h, ta, m, rows, k, W_lo, ldw, A_hi, k, beta, C, ldc),
-                                 rows, m, k));
-            FNQ_CHECK(blas_check(gemm_tf32(g.h, ta, m, rows, k, W_hi, ldw, A_lo, k, 1.0f, C, ldc),
-                                 rows, m, k));
-            return blas_check(gemm_tf32(g.h, ta, m, rows, k, W_hi, ldw, A_hi, k, 1.0f, C, ldc),
+        if (A3)
+            return blas_check(gemm_tf32(g.h, ta, m, rows, 3 * k, W3, ldw3, A3, 3 * k, beta, C,
+                                        ldc),
                               rows, m, k);
-        }
     }
-    (void)W_hi, (void)W_lo, (void)A_lo;
+    (void)W3, (void)ldw3, (void)A3;
     return blas_check(gemm(g.h, ta, m, rows, k, W, ldw, A.p, A.ld, beta, C, ldc), rows, m, k);
 }
 
-/* An operand range split for the 3xTF32 products into g.split (hi, then lo), or nothing */
+/* An operand range's triples for the 3xTF32 product in g.split, or null */
 template <typename REAL>
-enum fnq_status split_range(const Gemm<REAL> &g, int rows, const Cols<REAL> &A, const REAL **hi,
-                            const REAL **lo)
+enum fnq_status split_range(const Gemm<REAL> &g, int rows, const Cols<REAL> &A, const REAL **a3)
 {
-    *hi = *lo = nullptr;
+    *a3 = nullptr;
     if constexpr (sizeof(REAL) == sizeof(float)) {
         if (g.tf32) {
-            float *h = g.split, *l = g.split + (int64_t)rows * A.cols;
-            split_kernel<<<blocks_for((int64_t)rows * A.cols), kBlock, 0, g.s>>>(rows, A.cols, A.p,
-                                                                               A.ld, h, l);
+            split_kernel<<<rows, kBlock, 0, g.s>>>(A.cols, A.p, A.ld, g.split);
             FNQ_CUDA_LAUNCHED();
-            *hi = h, *lo = l;
+            *a3 = g.split;
         }
     }
     return FNQ_STATUS_OK;
@@ -130,16 +119,21 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
                             const int *add, int ny)
 {
     const int ldw = m.dim[k + 1];
+    /* the triples' block: w3's rows are W's rows x 3 (forward), w3t's columns W's x 3 */
+    const bool fwd = op == CUBLAS_OP_N;
+    const int ldw3 = fwd ? ldw : 3 * ldw;
+    const REAL *w3 = fwd ? m.w3[k] : m.w3t[k];
     int xo = 0;
     for (int a = 0; a < nx; a++) {
-        const REAL *hi, *lo;
-        FNQ_CHECK(split_range(g, rows, x[a], &hi, &lo));
+        const REAL *a3;
+        FNQ_CHECK(split_range(g, rows, x[a], &a3));
         int yo = 0;
         for (int b = 0; b < ny; b++) {
-            const int64_t at = op == CUBLAS_OP_N ? (int64_t)xo * ldw + yo : (int64_t)yo * ldw + xo;
+            const int64_t at = fwd ? (int64_t)xo * ldw + yo : (int64_t)yo * ldw + xo;
+            const int64_t at3 = fwd ? 3 * (int64_t)xo * ldw + yo : (int64_t)yo * ldw3 + 3 * xo;
             const REAL beta = (a > 0 || (add && add[b])) ? REAL(1) : REAL(0);
-            FNQ_CHECK(product(g, op, y[b].cols, rows, x[a].cols, m.w[k] + at, m.w_hi[k] + at,
-                              m.w_lo[k] + at, ldw, x[a], hi, lo, beta, y[b].p, y[b].ld));
+            FNQ_CHECK(product(g, op, y[b].cols, rows, x[a].cols, m.w[k] + at, ldw,
+                              w3 ? w3 + at3 : nullptr, ldw3, x[a], a3, beta, y[b].p, y[b].ld));
             yo += y[b].cols;
         }
         xo += x[a].cols;
@@ -205,17 +199,22 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Ml
             dst->n_pre += src->dim[k];
     }
     for (int k = 0; k < src->n_layers; k++) {
-        const size_t n = (size_t)src->dim[k] * src->dim[k + 1];
-        std::vector<REAL> host(n), hi(n), lo(n);
-        for (size_t q = 0; q < n; q++) {
-            host[q] = (REAL)src->w[k][q];
-            hi[q] = (REAL)tf32_part((float)host[q]);
-            lo[q] = host[q] - hi[q];
-        }
+        const int ni = src->dim[k], no = src->dim[k + 1];
+        std::vector<REAL> host((size_t)ni * no), w3(3 * host.size()), w3t(3 * host.size());
+        for (int r = 0; r < ni; r++)
+            for (int c = 0; c < no; c++) {
+                const size_t q = (size_t)r * no + c;
+                host[q] = (REAL)src->w[k][q];
+                const REAL hi = (REAL)tf32_part((float)host[q]), part[3] = {host[q] - hi, hi, hi};
+                for (int t = 0; t < 3; t++) {
+                    w3[((size_t)r * 3 + t) * no + c] = part[t];
+                    w3t[q * 3 + t] = part[t];
+                }
+            }
         FNQ_CHECK(to_device(host, &dst->w[k]));
         if (with_split && sizeof(REAL) == sizeof(float)) {
-            FNQ_CHECK(to_device(hi, &dst->w_hi[k]));
-            FNQ_CHECK(to_device(lo, &dst->w_lo[k]));
+            FNQ_CHECK(to_device(w3, &dst->w3[k]));
+            FNQ_CHECK(to_device(w3t, &dst->w3t[k]));
         }
     }
     return FNQ_STATUS_OK;
@@ -224,8 +223,8 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Ml
 template <typename REAL> void mlp_release(Mlp<REAL> *m)
 {
     for (int k = 0; k < FNQ_ALLEGRO_MAX_MLP; k++) {
-        cudaFree(m->w[k]), cudaFree(m->w_hi[k]), cudaFree(m->w_lo[k]);
-        m->w[k] = m->w_hi[k] = m->w_lo[k] = nullptr;
+        cudaFree(m->w[k]), cudaFree(m->w3[k]), cudaFree(m->w3t[k]);
+        m->w[k] = m->w3[k] = m->w3t[k] = nullptr;
     }
 }
 

@@ -21,12 +21,14 @@ namespace fnqcu {
 namespace allegro {
 
 /* x <- act(x W_0) ... W_{K-1}, weights [dim[k]][dim[k+1]] row-major on the device; with the
- * 3xTF32 split also each weight's TF32 part and the rest (w_hi + w_lo = w) */
+ * 3xTF32 split also each weight as (lo, hi, hi) triples (w_hi = w rounded to TF32, w_lo = w -
+ * w_hi) along the sum of each direction's product: w3 [dim[k]][3][dim[k+1]] (forward, x W),
+ * w3t [dim[k]][dim[k+1]][3] (backward, g W^T) */
 template <typename REAL> struct Mlp {
     int K = 0;
     int dim[FNQ_ALLEGRO_MAX_MLP + 1] = {};
     REAL *w[FNQ_ALLEGRO_MAX_MLP] = {};
-    REAL *w_hi[FNQ_ALLEGRO_MAX_MLP] = {}, *w_lo[FNQ_ALLEGRO_MAX_MLP] = {};
+    REAL *w3[FNQ_ALLEGRO_MAX_MLP] = {}, *w3t[FNQ_ALLEGRO_MAX_MLP] = {};
     int act_kind = 0;
     REAL act_scale = 1;
     int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
@@ -39,9 +41,10 @@ template <typename REAL> struct Cols {
 };
 
 /* How the GEMMs run. tf32 (float32 only, FNQ_TF32=1): on tensor cores with the 3xTF32 split,
- * A W = A_hi W_lo + A_lo W_hi + A_hi W_hi (A_hi, W_hi rounded to TF32, the rest in A_lo, W_lo;
- * the products of the small parts first), each a TF32 GEMM with float32 sums; `split` holds
- * A_hi and A_lo of one operand range, 2 x rows x (its columns) values. */
+ * A W = A_hi W_lo + A_lo W_hi + A_hi W_hi (A_hi, W_hi rounded to TF32, the rest in A_lo, W_lo),
+ * as one TF32 GEMM with float32 sums over a contraction three times as long: A's values as
+ * (hi, lo, hi) triples against W's (lo, hi, hi) (Mlp::w3, w3t); `split` holds one operand
+ * range's triples, rows x 3 x (its columns) values. */
 template <typename REAL> struct Gemm {
     cublasHandle_t h;
     cudaStream_t s;
