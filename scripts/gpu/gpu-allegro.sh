@@ -16,6 +16,11 @@
 #          compiled peer (AOTInductor, Triton contracter, target ase) and both timed by
 #          bench/bench_nequip_peers.py (SIZES, default 8,10,16,20: 4,096 to 64,000 atoms; MODES,
 #          default model,ase)
+#          (and fnq alone again with FNQ_TF32=1: allegro-peers-tf32.jsonl)
+#   profile  bench/profile_call.py on the same model (PROFILE_SIZES, default 8: 4,096 atoms),
+#          without and with FNQ_TF32=1: where a call's time goes, by kernel
+#   prepare  the model of peer and nequip-allegro's compiled peer made, nothing timed (to run
+#          beside the tests, before the timed parts)
 #   weak   weak scaling in LAMMPS (bench/bench_lammps.py, in.si-nvt, float32, the peer part's
 #          model: made first if missing): 8^3 diamond cells (4,096 atoms) on one rank and GPU,
 #          then 16x8x8 cells on 2 ranks and GPUs, and 16x16x8 on 4 when the machine has 4 GPUs
@@ -62,6 +67,17 @@ make_model() { # the Allegro-OAM-L-width model, once per machine
                                      open('$dir/nequip-peer.json', 'w'))"
 }
 
+compile_peer() { # nequip-allegro's compiled model (AOTInductor, Triton), once per machine
+  [ -f "$dir/nequip-peer-triton-ase.nequip.pt2" ] && return
+  python3 bench/make_nequip_peer_model.py compile "$dir" --accel triton --target ase \
+    > "$OUT/allegro-compile.log" 2>&1 || { tail -30 "$OUT/allegro-compile.log"; exit 1; }
+}
+
+if [[ $parts == *" prepare "* ]]; then
+  make_model
+  compile_peer
+fi
+
 if [[ $parts == *" tests "* ]]; then
   build_lammps
   # gpu_allegro's command with this environment's Python path (pytest from .whl/lite)
@@ -93,7 +109,8 @@ from fusednequip import FusedNequIPCalculator, Model
 d = sys.argv[1]
 model = Model(os.path.join(d, "nequip-peer.fnqm"))
 ref = json.load(open(os.path.join(d, "allegro_oam_l_widths_2sp.json")))
-for dtype in ("float32", "float64"):
+for dtype, tf32 in (("float32", "0"), ("float32", "1"), ("float64", "0")):
+    os.environ["FNQ_TF32"] = tf32  # read when the calculator's context is made
     calc = FusedNequIPCalculator(model, device="cuda", dtype=dtype)
     for case, want in sorted(ref["cases"].items()):
         atoms = read(os.path.join(d, want["xyz"]))
@@ -103,16 +120,24 @@ for dtype in ("float32", "float64"):
                for k, got in (("energy", atoms.get_potential_energy()),
                               ("energies", atoms.get_potential_energies()),
                               ("forces", atoms.get_forces()))}
-        print(f"GPU {dtype} vs nequip-allegro float32, {case}: " +
+        print(f"GPU {dtype}{' FNQ_TF32=1' * (tf32 == '1')} vs nequip-allegro float32, {case}: " +
               ", ".join(f"{k} {v:.2e}" for k, v in dev.items()))
 EOF
-  if [ ! -f "$dir/nequip-peer-triton-ase.nequip.pt2" ]; then
-    python3 bench/make_nequip_peer_model.py compile "$dir" --accel triton --target ase \
-      > "$OUT/allegro-compile.log" 2>&1 || { tail -30 "$OUT/allegro-compile.log"; exit 1; }
-  fi
+  compile_peer
   python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq,nequip-triton \
     --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
     --out "$OUT/allegro-peers.jsonl" 2>&1 | tee "$OUT/allegro-peers.txt"
+  FNQ_TF32=1 python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq \
+    --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
+    --out "$OUT/allegro-peers-tf32.jsonl" 2>&1 | tee "$OUT/allegro-peers-tf32.txt"
+fi
+
+if [[ $parts == *" profile "* ]]; then
+  make_model
+  for tf32 in 0 1; do
+    FNQ_TF32=$tf32 python3 bench/profile_call.py --models "$dir" --sizes "${PROFILE_SIZES:-8}" \
+      --calls 5 2>&1 | tee -a "$OUT/allegro-profile.txt"
+  done
 fi
 
 if [[ $parts == *" weak "* ]]; then

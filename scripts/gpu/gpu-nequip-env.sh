@@ -15,8 +15,10 @@
 # into one tar.xz (cueq-*.tar.xz; the wheels are 74 MB, over what a call carries), unpacked here.
 set -e
 wheels=${FNQ_NEQUIP_WHEELS:-.whl/nequip}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site-nequip "$wheels"/*.whl
+# once per machine: scripts sourcing this side by side must not reinstall under each other
+[ -f /tmp/site-nequip/.fnq-installed ] ||
+  { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site-nequip "$wheels"/*.whl && touch /tmp/site-nequip/.fnq-installed; }
 for t in "$wheels"/cueq-*.tar.xz; do
   [ -f "$t" ] && [ ! -d /tmp/site-nequip/cuequivariance_torch ] && tar xJf "$t" -C /tmp/site-nequip
 done
