@@ -9,12 +9,9 @@
  * edges (within their edge type's cutoff) and takes back per-centre energies and per-edge
  * gradients.
  */
-#include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include <chrono>
-
 #include <vector>
 
 #include "allegro_engine.cuh"
@@ -359,28 +356,16 @@ template <typename T> enum fnq_status realloc_device(T **d, int64_t n)
     return FNQ_STATUS_OK;
 }
 
-/* the active edges (within their type's cutoff, not of zero length) of the graph's centres */
+/* the graph's active edges, per centre in edge order (allegro_edges.c) */
 template <typename REAL> void collect_edges(Engine<REAL> *s, const struct fnq_graph *g)
 {
-    const struct fnq_allegro *al = s->al;
-    const int T = s->m->n_species;
-    s->h_vec.clear(), s->h_ti.clear(), s->h_tj.clear(), s->h_centre.clear(), s->h_index.clear();
-    s->h_start.assign((size_t)g->n_local + 1, 0);
-    for (int64_t i = 0; i < g->n_local; i++) {
-        s->h_start[i] = (int64_t)s->h_index.size();
-        const int32_t ti = g->species[i];
-        for (int64_t e = g->recv_start[i]; e < g->recv_start[i + 1]; e++) {
-            const int32_t tj = g->species[g->edge_send[e]];
-            const double *v = g->edge_vec + 3 * e;
-            const double d = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-            if (d <= 0.0 || (al->cut_by_type && d / al->cut_by_type[ti * T + tj] > 1.0))
-                continue;
-            s->h_vec.insert(s->h_vec.end(), v, v + 3);
-            s->h_ti.push_back(ti), s->h_tj.push_back(tj), s->h_centre.push_back((int32_t)i);
-            s->h_index.push_back(e);
-        }
-    }
-    s->h_start[g->n_local] = (int64_t)s->h_index.size();
+    s->h_start.resize((size_t)g->n_local + 1);
+    const int64_t E = fnq__allegro_count_active(s->m, g, s->h_start.data());
+    s->h_vec.resize((size_t)(3 * E)), s->h_ti.resize((size_t)E), s->h_tj.resize((size_t)E);
+    s->h_centre.resize((size_t)E), s->h_index.resize((size_t)E);
+    struct fnq_active_edges out = {s->h_vec.data(), s->h_ti.data(), s->h_tj.data(),
+                                   s->h_centre.data(), s->h_index.data()};
+    fnq__allegro_fill_active(s->m, g, s->h_start.data(), &out);
 }
 
 template <typename REAL> enum fnq_status upload_structure(Engine<REAL> *s, const struct fnq_graph *g)
@@ -545,9 +530,9 @@ enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
         energy += ei;
     }
     out->energy = energy;
-    s->edge_grad.assign((size_t)(3 * g->n_edges), 0.0);
-    for (int64_t a = 0; a < E; a++)
-        memcpy(&s->edge_grad[3 * s->h_index[a]], &s->h_grad[3 * a], 3 * sizeof(double));
+    s->edge_grad.resize((size_t)(3 * g->n_edges));
+    fnq__allegro_spread_gradients(g, s->h_start.data(), s->h_index.data(), s->h_grad.data(),
+                                  s->edge_grad.data());
     fnq__pair_add_edge_gradients(s->m, g, s->edge_grad.data());
     fnq__assemble_edge_gradients(g, s->edge_grad.data(), out);
     if (s->timing) {

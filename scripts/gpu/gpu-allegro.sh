@@ -19,12 +19,13 @@
 #          (and fnq alone again with FNQ_TF32=1: allegro-peers-tf32.jsonl)
 #   profile  bench/profile_call.py on the same model (PROFILE_SIZES, default 8: 4,096 atoms),
 #          without and with FNQ_TF32=1: where a call's time goes, by kernel
-#   prepare  the model of peer and nequip-allegro's compiled peer made, nothing timed (to run
-#          beside the tests, before the timed parts)
+#   model  the model of peer made, nothing timed (to run beside the tests, before the timed
+#          parts); prepare: that and nequip-allegro's compiled peer
 #   weak   weak scaling in LAMMPS (bench/bench_lammps.py, in.si-nvt, float32, the peer part's
 #          model: made first if missing): 8^3 diamond cells (4,096 atoms) on one rank and GPU,
 #          then 16x8x8 cells on 2 ranks and GPUs, and 16x16x8 on 4 when the machine has 4 GPUs
-#          (WEAK_STEPS steps, default 10); JSON lines in $OUT/allegro-weak.jsonl
+#          (WEAK_STEPS steps, default 10; WEAK_THREADS OpenMP threads a rank, default the
+#          cores over the GPUs); JSON lines in $OUT/allegro-weak.jsonl
 #   largest  the same model on one GPU at LARGEST_SIZES (default "32 40": 262,144 and 512,000
 #          atoms of the mixed lattice), one call each with the library's own neighbour list
 #          (compute): seconds, edges, GPU memory in use after it (the engine works in chunks,
@@ -73,8 +74,10 @@ compile_peer() { # nequip-allegro's compiled model (AOTInductor, Triton), once p
     > "$OUT/allegro-compile.log" 2>&1 || { tail -30 "$OUT/allegro-compile.log"; exit 1; }
 }
 
-if [[ $parts == *" prepare "* ]]; then
+if [[ $parts == *" model "* || $parts == *" prepare "* ]]; then
   make_model
+fi
+if [[ $parts == *" prepare "* ]]; then
   compile_peer
 fi
 
@@ -142,7 +145,7 @@ fi
 
 if [[ $parts == *" weak "* ]]; then
   build_lammps & make_model; wait
-  gpus=$(nvidia-smi -L | wc -l) threads=$(( $(nproc) / gpus ))
+  gpus=$(nvidia-smi -L | wc -l) threads=${WEAK_THREADS:-$(( $(nproc) / gpus ))}
   weak() { python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
     --plugin build-gpu/pair_style/fusednequipplugin.so \
     --device cuda --dtype float32 --model "$dir/nequip-peer.fnqm" --steps "${WEAK_STEPS:-10}" \
