@@ -190,9 +190,9 @@ def test_gpu_chunks_and_repeats(npz, tmp_path, monkeypatch):
 @pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
 @pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
 def test_gpu_tf32(npz, tmp_path, monkeypatch):
-    """FNQ_TF32=1 (float32): the MLPs' GEMMs on tensor cores with the 3xTF32 split keep
-    float32's accuracy (the CPU's float64 results within the float32 bar) and the same bits on
-    a repeated call, in chunks too"""
+    """FNQ_TF32=1 (float32): the MLPs' GEMMs on tensor cores with the 3xTF32 split give the
+    CPU's float64 results within the float32 bar at the fixtures' widths (at Allegro-OAM-L's,
+    ~5e-6: docs/allegro.md) and the same bits on a repeated call, in chunks too"""
     model, args, want = _supercell(npz, tmp_path, seed=7)
     monkeypatch.setenv("FNQ_TF32", "1")
     for chunk in ("0", "60"):
