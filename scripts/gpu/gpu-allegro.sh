@@ -7,8 +7,9 @@
 #          if missing)
 #   sanitize  compute-sanitizer memcheck and initcheck over the engine's GPU tests (every cuda
 #          case, and the structures cut into chunks of 60 edges: FNQ_ALLEGRO_CHUNK); any error
-#          fails. No racecheck: the engine's kernels use no shared memory (racecheck checks
-#          only that), and under it cuBLAS's float64 GEMMs took the host's 128 GB (session 44)
+#          fails. No racecheck: the engine's kernels share no memory between threads (their
+#          shared memory is per thread; racecheck checks only sharing), and under it cuBLAS's
+#          float64 GEMMs took the host's 128 GB (session 44)
 #   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
 #          (tests/fixtures/allegro/generate.py --full-width) into $PEER_DIR (/tmp/allegro-peer:
 #          kept for the next call while the machine is warm; a few minutes to make), our
