@@ -147,7 +147,7 @@ template <typename REAL> enum fnq_status upload_tp(Engine<REAL> *s, int k)
         std::vector<int> code;
         for (int32_t q = 0; q < Lk->n_paths; q++) {
             const struct fnq_allegro_path *P = &Lk->paths[q];
-            code.push_back(allegro::tp_path_code(P->l1, P->l2, P->l3));
+            code.push_back(FNQ_TP_CODE(P->l1, P->l2, P->l3));
         }
         FNQ_CHECK(upload(s->model_arrays, code.data(), sizeof(int) * code.size(),
                          reinterpret_cast<const void **>(&tp.code)));

@@ -205,7 +205,7 @@ __device__ __forceinline__ void tp_path_backward(const REAL (&a)[D], const REAL 
 
 /* f<l1, l2, l3>() for the path of this code (one case per path with every l <= L) */
 #define FNQ_ALLEGRO_PATH_CASE(l1, l2, l3)                                                     \
-    case tp_path_code(l1, l2, l3):                                                            \
+    case FNQ_TP_CODE(l1, l2, l3):                                                            \
         if constexpr (l1 <= L && l2 <= L && l3 <= L)                                          \
             FNQ_ALLEGRO_PATH_CALL(l1, l2, l3);                                                \
         break;

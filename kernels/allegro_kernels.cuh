@@ -35,13 +35,11 @@ template <typename REAL> struct TpLayer {
     int n_terms, n_paths, din, dout, coupled;
     const TpTerm *terms;
     const REAL *w; /* [U or 1][n_paths] */
-    /* per path tp_path_code(l1, l2, l3) where both irreps are one block per l from 0 up (block
+    /* per path FNQ_TP_CODE(l1, l2, l3) where both irreps are one block per l from 0 up (block
      * l at offset l^2: parity off, as Allegro-OAM-L): the kernels then run the generated
      * Clebsch-Gordan code (tp_code.inc) on registers; else null (the terms, generic) */
     const int *code;
 };
-
-constexpr int tp_path_code(int l1, int l2, int l3) { return (l1 * 5 + l2) * 5 + l3; }
 
 /* One chunk: edges edge0 .. edge0 + n - 1 of the structure and centres centre0 .. centre0 +
  * nc - 1, the pointers moved to the chunk's first edge and centre; centre[] and start[] hold

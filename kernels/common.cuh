@@ -32,6 +32,10 @@ extern "C" {
 /* After a kernel launch: launch-configuration errors surface here. */
 #define FNQ_CUDA_LAUNCHED() FNQ_CUDA_CHECK(cudaGetLastError())
 
+/* One number per tensor-product path (l1, l2, l3), each l <= 7: the switch labels over the
+ * generated paths (tp_code.inc's FNQ_TP_PATHS), for NequIP's and Allegro's kernels alike. */
+#define FNQ_TP_CODE(l1, l2, l3) ((l1) * 64 + (l2) * 8 + (l3))
+
 namespace fnqcu {
 
 template <typename REAL> __device__ __forceinline__ REAL act_apply(int kind, REAL scale, REAL x);

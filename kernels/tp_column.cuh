@@ -530,9 +530,6 @@ __device__ __noinline__ void column_backward(const ColumnArgs<REAL> &ca, const P
                                                 dx_stride);
 }
 
-/* one number per (l1, l2, l3), each l <= 7 */
-#define FNQ_TP_CODE(l1, l2, l3) ((l1) * 64 + (l2) * 8 + (l3))
-
 template <bool TAB, typename REAL>
 __device__ __forceinline__ void column_forward_dispatch(const ColumnArgs<REAL> &c, const Path &P, int u, int col,
                                         REAL *A, int a_stride)
