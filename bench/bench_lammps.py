@@ -107,12 +107,12 @@ def main():
         if split:
             exchange.update({f"rank0_{k}_ms": float(v) for k, v in
                              zip(("prepare", "library", "tally"), split.groups())})
-        # an Allegro model's GPU engine, each rank (FNQ_TIMING): host before, GPU, host after
+        # an Allegro model's GPU engine, each rank (FNQ_TIMING): host before, then the GPU
         phases = re.findall(r"Allegro on the GPU, ms per call over \d+ calls: active edges and "
-                            r"upload ([\d.]+), GPU \(chunks, download\) ([\d.]+), pair term "
-                            r"and forces on the host ([\d.]+)", p.stderr)
+                            r"upload ([\d.]+), GPU \(chunks, forces, download\) ([\d.]+)",
+                            p.stderr)
         if phases:
-            for i, k in enumerate(("collect", "gpu", "host")):
+            for i, k in enumerate(("collect", "gpu")):
                 exchange[f"allegro_{k}_ms_by_rank"] = [float(v[i]) for v in phases]
         print(json.dumps({
             "bench": "lammps", "deck": "examples/si-diamond/in.si-nvt",

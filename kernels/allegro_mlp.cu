@@ -65,16 +65,20 @@ cublasStatus_t gemm_tf32(cublasHandle_t h, cublasOperation_t ta, int m, int n, i
                         CUBLAS_GEMM_DEFAULT);
 }
 
-/* x's values as (hi, lo, hi) triples, hi = x rounded to TF32 (nearest), lo = x - hi: rows x
- * cols values at x (leading ld) into t (3 cols values a row) */
+/* v as the (hi, lo, hi) triple at t: hi = v rounded to TF32 (nearest), lo = v - hi */
+__device__ __forceinline__ void put_triple(float v, float *t)
+{
+    const float h = nvcuda::wmma::__float_to_tf32(v);
+    t[0] = h, t[1] = v - h, t[2] = h;
+}
+
+/* x's values as triples: rows x cols values at x (leading ld) into t (3 cols values a row) */
 __global__ void split_kernel(int cols, const float *x, int ld, float *t)
 {
     const float *xr = x + (int64_t)blockIdx.x * ld;
     float *tr = t + (int64_t)blockIdx.x * 3 * cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-        const float v = xr[c], h = nvcuda::wmma::__float_to_tf32(v);
-        tr[3 * c] = h, tr[3 * c + 1] = v - h, tr[3 * c + 2] = h;
-    }
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        put_triple(xr[c], tr + 3 * c);
 }
 
 /* C (+)= op(W block) A for `rows` rows: exact, or (A3: A's triples, W3 its block's triples,
@@ -125,8 +129,9 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
     const REAL *w3 = fwd ? m.w3[k] : m.w3t[k];
     int xo = 0;
     for (int a = 0; a < nx; a++) {
-        const REAL *a3;
-        FNQ_CHECK(split_range(g, rows, x[a], &a3));
+        const REAL *a3 = x[a].split;
+        if (!a3)
+            FNQ_CHECK(split_range(g, rows, x[a], &a3));
         int yo = 0;
         for (int b = 0; b < ny; b++) {
             const int64_t at = fwd ? (int64_t)xo * ldw + yo : (int64_t)yo * ldw + xo;
@@ -142,25 +147,38 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
 }
 
 /* h = act(pre) (forward), or h *= act'(pre) where h holds the gradient (backward); a block a
- * row (blockIdx.x), so no thread divides a 64-bit index */
+ * row (blockIdx.x), so no thread divides a 64-bit index. With t3 (the 3xTF32 GEMMs) the
+ * result goes to t3 as triples instead, the next GEMM's operand: h is not written. */
 template <typename REAL>
 __global__ void act_kernel(int cols, REAL *h, const REAL *pre, int ld_pre, int kind, REAL scale,
-                           int backward)
+                           int backward, float *t3)
 {
     REAL *hr = h + (int64_t)blockIdx.x * cols;
     const REAL *pr = pre + (int64_t)blockIdx.x * ld_pre;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x)
-        hr[c] = backward ? hr[c] * act_deriv<REAL>(kind, scale, pr[c])
-                         : act_apply<REAL>(kind, scale, pr[c]);
+    float *tr = t3 ? t3 + (int64_t)blockIdx.x * 3 * cols : nullptr;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+        const REAL v = backward ? hr[c] * act_deriv<REAL>(kind, scale, pr[c])
+                                : act_apply<REAL>(kind, scale, pr[c]);
+        if (tr)
+            put_triple((float)v, tr + 3 * c);
+        else
+            hr[c] = v;
+    }
 }
 
+/* the activation over rows x cols (act_kernel); *x the result as the next GEMM's operand: h,
+ * or with the 3xTF32 GEMMs its triples in g.split */
 template <typename REAL>
 enum fnq_status activation(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows, int cols, REAL *h,
-                           const REAL *pre, int backward)
+                           const REAL *pre, int backward, Cols<REAL> *x)
 {
+    float *t3 = nullptr;
+    if constexpr (sizeof(REAL) == sizeof(float))
+        t3 = g.tf32 ? g.split : nullptr;
     act_kernel<<<rows, cols < 256 ? 128 : 256, 0, g.s>>>(cols, h, pre, m.n_pre, m.act_kind,
-                                                          m.act_scale, backward);
+                                                          m.act_scale, backward, t3);
     FNQ_CUDA_LAUNCHED();
+    *x = {h, cols, cols, reinterpret_cast<const REAL *>(t3)};
     return FNQ_STATUS_OK;
 }
 
@@ -244,8 +262,7 @@ enum fnq_status mlp_forward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
             return gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, out, nullptr, n_out);
         const Cols<REAL> p = {pre + off, m.n_pre, no};
         FNQ_CHECK(gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, &p, nullptr, 1));
-        FNQ_CHECK(activation(g, m, rows, no, work, p.p, 0));
-        hidden = {work, no, no};
+        FNQ_CHECK(activation(g, m, rows, no, work, p.p, 0, &hidden));
         x = &hidden, nx = 1, off += no;
     }
     return FNQ_STATUS_OK;
@@ -260,7 +277,7 @@ enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
         return FNQ_STATUS_OK;
     const Cols<REAL> *g = gout;
     int ng = n_g, off = m.n_pre;
-    Cols<REAL> hidden[2];
+    Cols<REAL> hidden[2], next;
     for (int k = m.K - 1; k >= 0; k--) {
         const int ni = m.dim[k], no = m.dim[k + 1];
         if (k == 0)
@@ -269,8 +286,8 @@ enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
         t = {work + (int64_t)(k & 1) * rows * width, ni, ni};
         FNQ_CHECK(gemm_blocks(gm, m, k, CUBLAS_OP_T, rows, g, ng, &t, nullptr, 1));
         off -= ni; /* layer k's input is act(the pre-activations of hidden layer k) */
-        FNQ_CHECK(activation(gm, m, rows, ni, t.p, pre + off, 1));
-        g = &t, ng = 1;
+        FNQ_CHECK(activation(gm, m, rows, ni, t.p, pre + off, 1, &next));
+        g = &next, ng = 1;
     }
     return FNQ_STATUS_OK;
 }

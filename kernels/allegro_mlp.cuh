@@ -34,10 +34,12 @@ template <typename REAL> struct Mlp {
     int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
 };
 
-/* A column range of a row-major array: row r's values at p + r * ld, `cols` of them */
+/* A column range of a row-major array: row r's values at p + r * ld, `cols` of them; split:
+ * the range's 3xTF32 triples where an activation already wrote them (rows x 3 cols), or null */
 template <typename REAL> struct Cols {
     REAL *p;
     int ld, cols;
+    const REAL *split = nullptr;
 };
 
 /* How the GEMMs run. tf32 (float32 only, FNQ_TF32=1): on tensor cores with the 3xTF32 split,

@@ -478,19 +478,14 @@ static enum fnq_status upload_pair_term(Allocations *al, const struct fnq_model 
     memset(p, 0, sizeof(*p));
     if (m->pair.kind == FNQ_PAIR_NONE)
         return FNQ_STATUS_OK;
-    const struct fnq_pair_potential &h = m->pair;
-    const int T = m->n_species;
-    std::vector<double> screen((size_t)T * T), charges((size_t)T * T);
-    for (int i = 0; i < T; i++)
-        for (int j = 0; j < T; j++) {
-            screen[(size_t)i * T + j] =
-                (pow(h.charge[i], FNQ_ZBL_POW) + pow(h.charge[j], FNQ_ZBL_POW)) / FNQ_ZBL_A0;
-            charges[(size_t)i * T + j] = 0.5 * h.coulomb * h.charge[i] * h.charge[j];
-        }
+    std::vector<double> screen, charges;
+    pair_term_tables(m, &screen, &charges);
     p->on = 1;
-    p->n_species = T;
-    p->cutoff = h.cutoff;
-    p->poly_p = h.poly_p;
+    p->n_species = m->n_species;
+    p->cutoff = m->pair.cutoff;
+    p->poly_p = m->pair.poly_p;
+    if (m->pair.cutoff_by_type)
+        FNQ_CHECK(upload<double>(al, m->pair.cutoff_by_type, screen.size(), &p->cutoff_by_type));
     FNQ_CHECK(upload<double>(al, screen.data(), screen.size(), &p->screen));
     return upload<double>(al, charges.data(), charges.size(), &p->charges);
 }

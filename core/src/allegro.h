@@ -77,19 +77,9 @@ enum fnq_status fnq__allegro_compute_f32(void *state, const struct fnq_graph *g,
 
 /* The GPU engine's active edges (allegro_edges.c): an edge of zero length, or beyond its type
  * pair's cutoff, takes no part. count_active writes start[0..n_local] (each centre's first
- * active edge, prefix-summed) and returns how many; fill_active writes them at those offsets,
- * in edge order; spread_gradients sets edge_grad[n_edges][3] to the active edges' gradients
- * (active_grad[E][3]) and zero elsewhere. */
-struct fnq_active_edges {
-    double *vec;            /* [E][3] */
-    int32_t *ti, *tj;       /* [E] centre's and neighbour's type */
-    int32_t *centre;        /* [E] */
-    int64_t *index;         /* [E] the edge in the graph */
-};
+ * active edge, prefix-summed) and returns how many; fill_active writes their graph edges at
+ * those offsets, in edge order (index[E]). */
 int64_t fnq__allegro_count_active(const struct fnq_model *m, const struct fnq_graph *g,
                                   int64_t *start);
 void fnq__allegro_fill_active(const struct fnq_model *m, const struct fnq_graph *g,
-                              const int64_t *start, struct fnq_active_edges *out);
-void fnq__allegro_spread_gradients(const struct fnq_graph *g, const int64_t *start,
-                                   const int64_t *index, const double *active_grad,
-                                   double *edge_grad);
+                              const int64_t *start, int64_t *index);

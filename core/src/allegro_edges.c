@@ -1,12 +1,11 @@
 /*
  * allegro_edges.c: the active edges of an Allegro model's graph (not of zero length, within
- * their type pair's cutoff where the model has per-type cutoffs) gathered per centre in edge
- * order, and their gradients spread back over the whole graph: the host side of the GPU
- * engine (kernels/allegro_engine.cu). OpenMP in two passes (count per centre, then fill at each
- * centre's offset), so the list and its order do not depend on the number of threads.
+ * their type pair's cutoff where the model has per-type cutoffs), per centre in edge order: the
+ * host side of the GPU engine (kernels/allegro_engine.cu), which gathers their vectors and
+ * types on the GPU. OpenMP in two passes (count per centre, then fill at each centre's
+ * offset), so the list and its order do not depend on the number of threads.
  */
 #include <math.h>
-#include <string.h>
 
 #include "allegro.h"
 
@@ -35,33 +34,14 @@ int64_t fnq__allegro_count_active(const struct fnq_model *m, const struct fnq_gr
 }
 
 void fnq__allegro_fill_active(const struct fnq_model *m, const struct fnq_graph *g,
-                              const int64_t *start, struct fnq_active_edges *out)
+                              const int64_t *start, int64_t *index)
 {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < g->n_local; i++) {
         int64_t a = start[i];
-        const int32_t ti = g->species[i];
-        for (int64_t e = g->recv_start[i]; e < g->recv_start[i + 1]; e++) {
-            const int32_t tj = g->species[g->edge_send[e]];
-            const double *v = g->edge_vec + 3 * e;
-            if (!is_active(m->allegro, m->n_species, ti, tj, v))
-                continue;
-            memcpy(out->vec + 3 * a, v, 3 * sizeof(double));
-            out->ti[a] = ti, out->tj[a] = tj, out->centre[a] = (int32_t)i, out->index[a] = e;
-            a++;
-        }
-    }
-}
-
-void fnq__allegro_spread_gradients(const struct fnq_graph *g, const int64_t *start,
-                                   const int64_t *index, const double *active_grad,
-                                   double *edge_grad)
-{
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < g->n_local; i++) {
-        const int64_t e0 = g->recv_start[i];
-        memset(edge_grad + 3 * e0, 0, sizeof(double) * 3 * (size_t)(g->recv_start[i + 1] - e0));
-        for (int64_t a = start[i]; a < start[i + 1]; a++)
-            memcpy(edge_grad + 3 * index[a], active_grad + 3 * a, 3 * sizeof(double));
+        for (int64_t e = g->recv_start[i]; e < g->recv_start[i + 1]; e++)
+            if (is_active(m->allegro, m->n_species, g->species[i], g->species[g->edge_send[e]],
+                          g->edge_vec + 3 * e))
+                index[a++] = e;
     }
 }
