@@ -52,13 +52,11 @@ template <typename REAL> struct Engine {
     int chunk_option = 0; /* FNQ_ALLEGRO_CHUNK: edges per chunk, or 0 */
     int tf32 = 0;         /* FNQ_TF32=1 in float32: the MLPs' GEMMs 3xTF32 (allegro_mlp.cuh) */
     int timing = 0;       /* FNQ_TIMING=1: seconds per phase, printed when the context ends */
-    int no_graph = 0;     /* FNQ_NO_CUDA_GRAPH=1: a one-chunk structure's kernels launched one by one */
     double t_collect = 0, t_gpu = 0;
-    int64_t calls = 0, graphs = 0;
+    int64_t calls = 0;
     allegro::Gemm<REAL> gemm = {};
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
-    void *blas_workspace = nullptr; /* cuBLAS' own, so that a graph can capture its GEMMs */
     int S = 0, U = 0, L = 0, N = 0, D = 0, nl = 0, nsh = 0, SX = 0, width = 1, max_dv = 1;
     int max_dim = 1; /* the widest layer of any MLP, inputs and outputs included */
     int dim_v[FNQ_ALLEGRO_MAX_LAYERS + 1] = {};
@@ -76,7 +74,7 @@ template <typename REAL> struct Engine {
     DevBuf<int64_t> recv_start, send_start, edge_send, edge_recv, send_edges, start, index;
     DevBuf<double> edge_vec, edge_grad, vec, grad, energy;
     DevBuf<double> forces, atom_virial, atom_energy, totals;
-    int epoch = 0; /* ensure()'s count of moved allocations: keys the graph, as the arena */
+    int epoch = 0; /* ensure()'s count of moved allocations: no CUDA graph here to invalidate */
     PairTerm pair = {};
     const double *ones = nullptr, *zeros = nullptr; /* [T]: assemble.cu's scale and shift */
 
@@ -85,11 +83,6 @@ template <typename REAL> struct Engine {
     int64_t run_edges = 0, run_centres = 0;     /* this structure's chunks */
     REAL *arena = nullptr;
     ChunkArrays<REAL> a;
-
-    /* a structure of one chunk runs as a CUDA graph of its ~400 kernels and GEMMs, recorded
-     * for (centres, rows, epoch, arena) */
-    cudaGraphExec_t graph = nullptr;
-    int64_t graph_key[4] = {-1, -1, -1, -1};
 };
 
 static enum fnq_status upload(std::vector<void *> &owned, const void *src, size_t bytes,
@@ -195,10 +188,9 @@ template <typename REAL> void engine_free(Engine<REAL> *s)
         return;
     if (s->timing && s->calls)
         fprintf(stderr, "fusednequip: Allegro on the GPU, ms per call over %lld calls: active "
-                        "edges and upload %.2f, GPU (chunks, forces, download) %.2f; CUDA "
-                        "graphs recorded %lld\n",
+                        "edges and upload %.2f, GPU (chunks, forces, download) %.2f\n",
                 (long long)s->calls, 1e3 * s->t_collect / s->calls,
-                1e3 * s->t_gpu / s->calls, (long long)s->graphs);
+                1e3 * s->t_gpu / s->calls);
     cudaSetDevice(s->device);
     for (void *d : s->model_arrays)
         cudaFree(d);
@@ -209,11 +201,8 @@ template <typename REAL> void engine_free(Engine<REAL> *s)
     for (int k = 0; k < FNQ_ALLEGRO_MAX_LAYERS; k++)
         allegro::mlp_release(&s->latent[k]);
     cudaFree(s->arena);
-    if (s->graph)
-        cudaGraphExecDestroy(s->graph);
     if (s->blas)
         cublasDestroy(s->blas);
-    cudaFree(s->blas_workspace);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     delete s;
@@ -233,13 +222,6 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
         return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS could not be initialised on device %d",
                          s->device);
     cublasSetStream(s->blas, s->stream);
-    /* a workspace of our own (cuBLAS' suggestion for Hopper, 32 MiB): captured GEMMs must not
-     * allocate */
-    const size_t workspace = 32u << 20;
-    FNQ_CUDA_CHECK(cudaMalloc(&s->blas_workspace, workspace));
-    if (cublasSetWorkspace(s->blas, s->blas_workspace, workspace) != CUBLAS_STATUS_SUCCESS)
-        return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS refused its workspace on device %d",
-                         s->device);
     s->gemm = {s->blas, s->stream, s->tf32, nullptr};
     /* cuBLAS' choice of algorithm is deterministic; pedantic: float32 GEMMs stay float32
      * whatever NVIDIA_TF32_OVERRIDE says (the 3xTF32 GEMMs name their compute type) */
@@ -409,7 +391,7 @@ static enum fnq_status put(cudaStream_t st, int *epoch, DevBuf<T> &b, const T *s
 /* the graph and its active edges to the device; the active edges' vectors, types and centres
  * gathered there; the per-centre and per-atom result arrays sized */
 template <typename REAL>
-enum fnq_status upload_structure(Engine<REAL> *s, const struct fnq_graph *g, int64_t rows)
+enum fnq_status upload_structure(Engine<REAL> *s, const struct fnq_graph *g)
 {
     const int64_t E = (int64_t)s->h_index.size(), n = g->n_local, na = g->n_all,
                   ne = g->n_edges;
@@ -424,18 +406,18 @@ enum fnq_status upload_structure(Engine<REAL> *s, const struct fnq_graph *g, int
     FNQ_CHECK(put(st, ep, s->edge_vec, g->edge_vec, 3 * ne, "edge vectors"));
     FNQ_CHECK(put(st, ep, s->start, s->h_start.data(), n + 1, "active edges per centre"));
     FNQ_CHECK(put(st, ep, s->index, s->h_index.data(), E, "active edges"));
-    FNQ_CHECK(ensure(s->vec, (size_t)(3 * rows), "active edge vectors", ep));
-    FNQ_CHECK(ensure(s->grad, (size_t)(3 * rows), "active edge gradients", ep));
-    FNQ_CHECK(ensure(s->ti, (size_t)rows, "active edge types", ep));
-    FNQ_CHECK(ensure(s->tj, (size_t)rows, "active edge types", ep));
-    FNQ_CHECK(ensure(s->centre, (size_t)rows, "active edge centres", ep));
+    FNQ_CHECK(ensure(s->vec, (size_t)(3 * E), "active edge vectors", ep));
+    FNQ_CHECK(ensure(s->grad, (size_t)(3 * E), "active edge gradients", ep));
+    FNQ_CHECK(ensure(s->ti, (size_t)E, "active edge types", ep));
+    FNQ_CHECK(ensure(s->tj, (size_t)E, "active edge types", ep));
+    FNQ_CHECK(ensure(s->centre, (size_t)E, "active edge centres", ep));
     FNQ_CHECK(ensure(s->edge_grad, (size_t)(3 * ne), "edge gradients", ep));
     FNQ_CHECK(ensure(s->energy, (size_t)n, "network energies", ep));
     FNQ_CHECK(ensure(s->atom_energy, (size_t)n, "atom energies", ep));
     FNQ_CHECK(ensure(s->forces, (size_t)(3 * na), "forces", ep));
     FNQ_CHECK(ensure(s->atom_virial, (size_t)(6 * na), "per-atom virials", ep));
     FNQ_CHECK(ensure(s->totals, 7, "energy and virial", ep));
-    FNQ_CUDA_CHECK(allegro::gather_active(E, rows, s->index.p, s->edge_vec.p, s->edge_recv.p,
+    FNQ_CUDA_CHECK(allegro::gather_active(E, s->index.p, s->edge_vec.p, s->edge_recv.p,
                                           s->edge_send.p, s->species.p, s->vec.p, s->ti.p,
                                           s->tj.p, s->centre.p, st));
     return FNQ_STATUS_OK;
@@ -519,57 +501,6 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     return FNQ_STATUS_OK;
 }
 
-/* centres c0 .. c1 - 1 with their edges, `rows` rows from the first (a graph's: padded) */
-template <typename REAL>
-Chunk chunk_of(const Engine<REAL> *s, int64_t c0, int64_t c1, int64_t rows)
-{
-    Chunk c;
-    c.edge0 = s->h_start[c0], c.n = rows;
-    c.centre0 = (int32_t)c0, c.nc = (int32_t)(c1 - c0);
-    c.vec = s->vec.p + 3 * c.edge0;
-    c.ti = s->ti.p + c.edge0, c.tj = s->tj.p + c.edge0, c.centre = s->centre.p + c.edge0;
-    c.start = s->start.p + c0, c.ctype = s->species.p + c0;
-    return c;
-}
-
-/* The rows a graph covers for E active edges: E rounded up to a step of ~1/64 of it, so that
- * an MD step replays the last step's graph unless the count crossed a step, and the rows (hence
- * cuBLAS' kernels and the bits) depend on the structure only, not on the calls before it */
-static int64_t graph_rows(int64_t E)
-{
-    int64_t step = 64;
-    while (step * 128 <= E)
-        step *= 2;
-    return (E + step - 1) / step * step;
-}
-
-/* the whole structure as one chunk of `rows` rows, its kernels and GEMMs replayed from the
- * graph recorded for them (recorded first when anything it points to moved) */
-template <typename REAL> enum fnq_status run_graph(Engine<REAL> *s, const Chunk &c)
-{
-    const int64_t key[4] = {c.nc, c.n, s->epoch, (int64_t)(intptr_t)s->arena};
-    if (!s->graph || memcmp(key, s->graph_key, sizeof(key)) != 0) {
-        cudaGraph_t g = nullptr;
-        FNQ_CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-        const enum fnq_status st = run_chunk(s, c);
-        const cudaError_t end = cudaStreamEndCapture(s->stream, &g);
-        if (st != FNQ_STATUS_OK && g)
-            cudaGraphDestroy(g);
-        FNQ_CHECK(st);
-        FNQ_CUDA_CHECK(end);
-        if (s->graph)
-            cudaGraphExecDestroy(s->graph);
-        s->graph = nullptr;
-        const cudaError_t inst = cudaGraphInstantiate(&s->graph, g, 0);
-        cudaGraphDestroy(g);
-        FNQ_CUDA_CHECK(inst);
-        s->graphs++;
-        memcpy(s->graph_key, key, sizeof(key));
-    }
-    FNQ_CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
-    return FNQ_STATUS_OK;
-}
-
 template <typename REAL>
 enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
                                struct fnq_results *out)
@@ -583,23 +514,21 @@ enum fnq_status engine_compute(Engine<REAL> *s, const struct fnq_graph *g,
     for (int64_t i = 0; i < n; i++)
         if (s->h_start[i + 1] - s->h_start[i] > max_degree)
             max_degree = s->h_start[i + 1] - s->h_start[i];
+    FNQ_CHECK(upload_structure(s, g));
     FNQ_CHECK(size_chunks(s, E, n, max_degree));
-    /* one chunk: a CUDA graph over padded rows (cuBLAS takes the GEMMs' rows on the host, and
-     * the active edges change every MD step); several: launched chunk by chunk */
-    const bool graph = !s->no_graph && E > 0 && s->run_edges >= E && s->run_centres >= n;
-    const int64_t rows = graph ? graph_rows(E) : E;
-    if (graph)
-        FNQ_CHECK(size_chunks(s, rows, n, rows));
-    FNQ_CHECK(upload_structure(s, g, rows));
     const clock::time_point t1 = clock::now();
-    if (graph)
-        FNQ_CHECK(run_graph(s, chunk_of(s, 0, n, rows)));
-    for (int64_t c0 = graph ? n : 0; c0 < n;) {
+    for (int64_t c0 = 0; c0 < n;) {
         int64_t c1 = c0;
         while (c1 < n && c1 - c0 < s->run_centres &&
                s->h_start[c1 + 1] - s->h_start[c0] <= s->run_edges)
             c1++;
-        FNQ_CHECK(run_chunk(s, chunk_of(s, c0, c1, s->h_start[c1] - s->h_start[c0])));
+        Chunk c;
+        c.edge0 = s->h_start[c0], c.n = s->h_start[c1] - c.edge0;
+        c.centre0 = (int32_t)c0, c.nc = (int32_t)(c1 - c0);
+        c.vec = s->vec.p + 3 * c.edge0;
+        c.ti = s->ti.p + c.edge0, c.tj = s->tj.p + c.edge0, c.centre = s->centre.p + c.edge0;
+        c.start = s->start.p + c0, c.ctype = s->species.p + c0;
+        FNQ_CHECK(run_chunk(s, c));
         c0 = c1;
     }
     /* every graph edge's gradient (the pair term's, plus the network's on active edges),
@@ -662,7 +591,6 @@ template <typename REAL> struct AllegroTable {
         s->chunk_option = opt->allegro_chunk;
         s->tf32 = opt->tf32 && sizeof(REAL) == sizeof(float);
         s->timing = opt->timing;
-        s->no_graph = opt->no_cuda_graph;
         const enum fnq_status st = engine_setup(s);
         if (st != FNQ_STATUS_OK) {
             engine_free(s);

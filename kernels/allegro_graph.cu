@@ -12,19 +12,14 @@ constexpr int kThreads = 256;
 
 inline unsigned blocks_for(int64_t n) { return (unsigned)((n + kThreads - 1) / kThreads); }
 
-__global__ void gather_active_kernel(int64_t n_active, int64_t n_rows, const int64_t *index,
+__global__ void gather_active_kernel(int64_t n_active, const int64_t *index,
                                      const double *edge_vec, const int64_t *edge_recv,
                                      const int64_t *edge_send, const int32_t *species,
                                      double *vec, int32_t *ti, int32_t *tj, int32_t *centre)
 {
     const int64_t a = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (a >= n_rows)
+    if (a >= n_active)
         return;
-    if (a >= n_active) {
-        vec[3 * a] = 1.0, vec[3 * a + 1] = vec[3 * a + 2] = 0.0;
-        centre[a] = 0, ti[a] = tj[a] = species[0];
-        return;
-    }
     const int64_t e = index[a], i = edge_recv[e];
     for (int k = 0; k < 3; k++)
         vec[3 * a + k] = edge_vec[3 * e + k];
@@ -66,15 +61,15 @@ __global__ void add_active_kernel(int64_t n_active, const int64_t *index,
 
 } // namespace
 
-cudaError_t gather_active(int64_t n_active, int64_t n_rows, const int64_t *index,
-                          const double *edge_vec, const int64_t *edge_recv,
-                          const int64_t *edge_send, const int32_t *species, double *vec,
-                          int32_t *ti, int32_t *tj, int32_t *centre, cudaStream_t s)
+cudaError_t gather_active(int64_t n_active, const int64_t *index, const double *edge_vec,
+                          const int64_t *edge_recv, const int64_t *edge_send,
+                          const int32_t *species, double *vec, int32_t *ti, int32_t *tj,
+                          int32_t *centre, cudaStream_t s)
 {
-    if (n_rows == 0) /* a launch of no blocks is an error */
+    if (n_active == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    gather_active_kernel<<<blocks_for(n_rows), kThreads, 0, s>>>(
-        n_active, n_rows, index, edge_vec, edge_recv, edge_send, species, vec, ti, tj, centre);
+    gather_active_kernel<<<blocks_for(n_active), kThreads, 0, s>>>(
+        n_active, index, edge_vec, edge_recv, edge_send, species, vec, ti, tj, centre);
     return cudaGetLastError();
 }
 

@@ -15,11 +15,8 @@ namespace fnqcu {
 namespace allegro {
 
 /* Active edge a is graph edge index[a]: vec[a] = edge_vec[index[a]], its centre edge_recv[.],
- * ti / tj the centre's and the neighbour's species. Rows n_active .. n_rows - 1 (a CUDA graph's
- * padding) become harmless edges: a unit vector on centre 0, in no centre's range, so nothing
- * reads what the chunk kernels compute for them. */
-cudaError_t gather_active(int64_t n_active, int64_t n_rows, const int64_t *index,
-                          const double *edge_vec,
+ * ti / tj the centre's and the neighbour's species */
+cudaError_t gather_active(int64_t n_active, const int64_t *index, const double *edge_vec,
                           const int64_t *edge_recv, const int64_t *edge_send,
                           const int32_t *species, double *vec, int32_t *ti, int32_t *tj,
                           int32_t *centre, cudaStream_t s);

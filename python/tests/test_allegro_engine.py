@@ -200,46 +200,6 @@ def test_gpu_tf32(npz, tmp_path, monkeypatch):
         _check_repeatable(model, args, want, "float32", f"chunk {chunk}")
 
 
-@pytest.mark.skipif(not _gpu_present(), reason="no CUDA backend or no GPU")
-@pytest.mark.parametrize("npz", WEIGHTS, ids=[_name(p) for p in WEIGHTS])
-def test_gpu_graph_across_md_steps(npz, tmp_path, monkeypatch, capfd):
-    """a structure of one chunk runs as a CUDA graph over its active edges padded to a step: over
-    steps that move the atoms (so the active edges change) it gives the kernels launched one by
-    one (FNQ_NO_CUDA_GRAPH=1) in float64 within 1e-12 (float32: both within its bar), and the
-    first step again the same bits; the graph was recorded fewer times than it ran"""
-    from fusednequip import Context
-    model, args, want = _supercell(npz, tmp_path, seed=11)
-    steps = [args]
-    for seed in (1, 2, 3):
-        pos = args[0] + np.random.default_rng(seed).normal(0.0, 0.03, args[0].shape)
-        steps.append((pos,) + args[1:])
-    monkeypatch.setenv("FNQ_TIMING", "1")
-    for dtype in TOL:
-        ctx = Context(model, device="cuda", dtype=dtype)
-        got = [ctx.compute(*a) for a in steps + [args, args]]  # the last replays for sure
-        edges = ctx.last_num_edges
-        ctx.close()
-        monkeypatch.setenv("FNQ_NO_CUDA_GRAPH", "1")
-        plain = Context(model, device="cuda", dtype=dtype)
-        ref = [plain.compute(*a) for a in steps]
-        plain.close()
-        monkeypatch.delenv("FNQ_NO_CUDA_GRAPH")
-        bar = 1e-12 if dtype == "float64" else TOL[dtype]
-        for k, (g, r) in enumerate(zip(got, ref)):
-            for a, b, what in zip(g, r, ["energy", "energies", "forces", "virial"]):
-                assert rel(a, b) <= bar, f"{dtype} step {k} {what}: {rel(a, b):.2e}"
-        for a, b in zip(got[0], got[-1]):
-            assert np.array_equal(np.asarray(a), np.asarray(b)), f"{dtype}: not bitwise repeatable"
-        for a, b in zip(got[0], want):
-            assert rel(a, b) <= TOL[dtype]
-        err = capfd.readouterr().err
-        recorded = [int(line.rsplit(" ", 1)[1]) for line in err.splitlines()
-                    if "CUDA graphs recorded" in line]
-        assert len(recorded) == 2 and recorded[1] == 0, err
-        assert 1 <= recorded[0] < len(got), f"{dtype}: {recorded[0]} graphs for {len(got)} " \
-            f"calls ({edges} edges)"
-
-
 @pytest.mark.parametrize("edit, named", [
     (lambda h: h.update(num_tensor_features=h["num_tensor_features"] + 1), "tensor_embed"),
     (lambda h: h["layers"][0]["paths"].append([0, 9, 0]), "layers[0].paths"),
