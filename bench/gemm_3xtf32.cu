@@ -1,0 +1,240 @@
+/*
+ * gemm_3xtf32.cu: is a float32-accurate tensor-core GEMM of our own faster than cuBLAS' float32
+ * (SIMT) GEMM at the Allegro engine's shapes (rows = edges, K and N = 1024 or so)?
+ *
+ * The kernel (issue 50's lever, docs/allegro.md "What 3x would take"): C = A B, row-major
+ * float32, on mma.sync m16n8k8 TF32. Each operand is split into hi = tf32(x) and lo = tf32(x -
+ * hi) as it leaves shared memory; each k-step of 8 sums lo*hi + hi*lo + hi*hi in a tensor-core
+ * accumulator started from zero, which is then added to the running sum in float32 (session
+ * 40: a fresh accumulator per k-step kept NequIP's energies within 3e-10 of the FMA loops;
+ * accumulating every step in the tensor core's own sum lost ~5e-6 in session 45).
+ * Block 128 x 128 x 16, 8 warps of 64 x 32, shared memory double-buffered with cp.async.
+ *
+ * Prints, per shape: ms and TFLOPS of this kernel and of cublasSgemm (pedantic float32), and
+ * each one's largest error relative to a double-precision reference on sampled rows.
+ * Build: nvcc -arch=sm_90 -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32
+ */
+#include <cublas_v2.h>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                                               \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));         \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+constexpr int BM = 128, BN = 128, BK = 16, THREADS = 256;
+constexpr int A_STRIDE = BK + 4; /* floats: fragment reads conflict-free, rows 16-byte aligned */
+constexpr int B_STRIDE = BN + 8;
+
+__device__ __forceinline__ uint32_t tf32(float v)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+__device__ __forceinline__ void split(float v, uint32_t &hi, uint32_t &lo)
+{
+    hi = tf32(v);
+    lo = tf32(v - __uint_as_float(hi));
+}
+
+/* d = a b + c, m16n8k8, A row-major, B column-major fragments */
+__device__ __forceinline__ void mma(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                    const float c[4])
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                   "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+__device__ __forceinline__ void copy16(float *smem, const float *gmem, bool in)
+{
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+    const int bytes = in ? 16 : 0; /* 0: the 16 bytes are zero-filled */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+
+/* one stage: A's 128 x 16 and B's 16 x 128, two float4 each per thread (K, N multiples of 4) */
+__device__ __forceinline__ void load_stage(float *As, float *Bs, const float *A, const float *B,
+                                           int M, int N, int K, int m0, int n0, int k0)
+{
+    for (int q = threadIdx.x; q < BM * BK / 4; q += THREADS) {
+        const int r = q / (BK / 4), c = (q % (BK / 4)) * 4;
+        const bool in = m0 + r < M && k0 + c < K;
+        copy16(As + r * A_STRIDE + c, in ? A + (int64_t)(m0 + r) * K + k0 + c : A, in);
+    }
+    for (int q = threadIdx.x; q < BK * BN / 4; q += THREADS) {
+        const int r = q / (BN / 4), c = (q % (BN / 4)) * 4;
+        const bool in = k0 + r < K && n0 + c < N;
+        copy16(Bs + r * B_STRIDE + c, in ? B + (int64_t)(k0 + r) * N + n0 + c : B, in);
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+__global__ void __launch_bounds__(THREADS)
+    gemm_3xtf32_kernel(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BM * A_STRIDE];
+    __shared__ __align__(16) float Bs[2][BK * B_STRIDE];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32; /* the warp's 64 x 32 */
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[4][4][4] = {};
+    const int steps = (K + BK - 1) / BK;
+    load_stage(As[0], Bs[0], A, B, M, N, K, m0, n0, 0);
+    for (int s = 0; s < steps; s++) {
+        if (s + 1 < steps) {
+            load_stage(As[(s + 1) & 1], Bs[(s + 1) & 1], A, B, M, N, K, m0, n0, (s + 1) * BK);
+            asm volatile("cp.async.wait_group 1;");
+        } else {
+            asm volatile("cp.async.wait_group 0;");
+        }
+        __syncthreads();
+        const float *as = As[s & 1], *bs = Bs[s & 1];
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float *p = as + (wm + 16 * i + g) * A_STRIDE + kk + t;
+                split(p[0], ah[i][0], al[i][0]);
+                split(p[8 * A_STRIDE], ah[i][1], al[i][1]);
+                split(p[4], ah[i][2], al[i][2]);
+                split(p[8 * A_STRIDE + 4], ah[i][3], al[i][3]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float *p = bs + (kk + t) * B_STRIDE + wn + 8 * j + g;
+                split(p[0], bh[j][0], bl[j][0]);
+                split(p[4 * B_STRIDE], bh[j][1], bl[j][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+                    float d[4];
+                    mma(d, al[i], bh[j], zero);
+                    mma(d, ah[i], bl[j], d);
+                    mma(d, ah[i], bh[j], d);
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+                        acc[i][j][q] += d[q];
+                }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = m0 + wm + 16 * i + g + 8 * (q / 2);
+                const int c = n0 + wn + 8 * j + 2 * t + (q % 2);
+                if (r < M && c < N)
+                    C[(int64_t)r * N + c] = acc[i][j][q];
+            }
+}
+
+static void gemm_3xtf32(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    gemm_3xtf32_kernel<<<grid, THREADS>>>(A, B, C, M, N, K);
+}
+
+/* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
+static void gemm_cublas(cublasHandle_t h, const float *A, const float *B, float *C, int M, int N,
+                        int K)
+{
+    const float one = 1.f, zero = 0.f;
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, N, A, K, &zero, C, N);
+}
+
+template <typename F> static double time_ms(F f)
+{
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    f();
+    CHECK(cudaDeviceSynchronize());
+    const int reps = 10;
+    cudaEventRecord(a);
+    for (int r = 0; r < reps; r++)
+        f();
+    cudaEventRecord(b);
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return ms / reps;
+}
+
+/* largest |C - ref| / max |ref| over sampled rows, ref in double */
+static double error(const std::vector<float> &A, const std::vector<float> &B,
+                    const std::vector<float> &C, int M, int N, int K)
+{
+    double worst = 0, scale = 0;
+    for (int r = 0; r < M; r += M / 61 + 1)
+        for (int c = 0; c < N; c++) {
+            double ref = 0;
+            for (int k = 0; k < K; k++)
+                ref += (double)A[(size_t)r * K + k] * B[(size_t)k * N + c];
+            worst = fmax(worst, fabs(C[(size_t)r * N + c] - ref));
+            scale = fmax(scale, fabs(ref));
+        }
+    return worst / scale;
+}
+
+int main(int argc, char **argv)
+{
+    const int M = argc > 1 ? atoi(argv[1]) : 303742; /* 4,096 atoms' active edges */
+    const int shapes[][2] = {{576, 1024}, {1024, 1024}, {1024, 512}, {256, 1024}};
+    cublasHandle_t h;
+    cublasCreate(&h);
+    cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    printf("%s, M = %d rows\n", prop.name, M);
+    printf("| K | N | 3xTF32 ms | TFLOPS | cuBLAS float32 ms | TFLOPS | speed-up | error 3xTF32 | "
+           "error cuBLAS |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (auto &sh : shapes) {
+        const int K = sh[0], N = sh[1];
+        std::vector<float> A((size_t)M * K), B((size_t)K * N), C1((size_t)M * N),
+            C2((size_t)M * N);
+        srand(1);
+        /* activations ~ silu outputs, weights ~ 1/sqrt(K): mixed signs and magnitudes */
+        for (auto &v : A)
+            v = (float)(rand() / (double)RAND_MAX * 2 - 0.5);
+        for (auto &v : B)
+            v = (float)((rand() / (double)RAND_MAX * 2 - 1) / sqrt((double)K));
+        float *dA, *dB, *dC;
+        CHECK(cudaMalloc(&dA, sizeof(float) * A.size()));
+        CHECK(cudaMalloc(&dB, sizeof(float) * B.size()));
+        CHECK(cudaMalloc(&dC, sizeof(float) * C1.size()));
+        CHECK(cudaMemcpy(dA, A.data(), sizeof(float) * A.size(), cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(dB, B.data(), sizeof(float) * B.size(), cudaMemcpyHostToDevice));
+        const double flop = 2.0 * M * N * K;
+        const double t1 = time_ms([&] { gemm_3xtf32(dA, dB, dC, M, N, K); });
+        CHECK(cudaGetLastError());
+        CHECK(cudaMemcpy(C1.data(), dC, sizeof(float) * C1.size(), cudaMemcpyDeviceToHost));
+        const double t2 = time_ms([&] { gemm_cublas(h, dA, dB, dC, M, N, K); });
+        CHECK(cudaMemcpy(C2.data(), dC, sizeof(float) * C2.size(), cudaMemcpyDeviceToHost));
+        printf("| %d | %d | %.3f | %.1f | %.3f | %.1f | %.2fx | %.2e | %.2e |\n", K, N, t1,
+               flop / t1 / 1e9, t2, flop / t2 / 1e9, t2 / t1, error(A, B, C1, M, N, K),
+               error(A, B, C2, M, N, K));
+        cudaFree(dA), cudaFree(dB), cudaFree(dC);
+    }
+    cublasDestroy(h);
+    return 0;
+}
