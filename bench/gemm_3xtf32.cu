@@ -155,6 +155,115 @@ static void gemm_3xtf32(const float *A, const float *B, float *C, int M, int N, 
     gemm_3xtf32_kernel<<<grid, THREADS>>>(A, B, C, M, N, K);
 }
 
+/* The second form: each value split once, as a thread moves it from its registers (loaded
+ * from global memory during the previous stage's products) into shared memory as (hi, lo);
+ * the fragments are read already split. The tensor-core accumulator is started afresh every
+ * KG values of k (8, 16 or 32) and added to the float32 sum then. */
+template <int KG>
+__global__ void __launch_bounds__(THREADS)
+    gemm_3xtf32_presplit_kernel(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ __align__(16) uint32_t Ah[BM * A_STRIDE], Al[BM * A_STRIDE];
+    __shared__ __align__(16) uint32_t Bh[BK * B_STRIDE], Bl[BK * B_STRIDE];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float4 ra[2], rb[2];
+    auto load = [&](int k0) {
+        for (int h = 0; h < 2; h++) {
+            const int q = threadIdx.x + h * THREADS;
+            int r = q / (BK / 4), c = (q % (BK / 4)) * 4;
+            ra[h] = m0 + r < M && k0 + c < K
+                        ? *reinterpret_cast<const float4 *>(A + (int64_t)(m0 + r) * K + k0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+            r = q / (BN / 4), c = (q % (BN / 4)) * 4;
+            rb[h] = k0 + r < K && n0 + c < N
+                        ? *reinterpret_cast<const float4 *>(B + (int64_t)(k0 + r) * N + n0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    auto store = [&]() {
+        for (int h = 0; h < 2; h++) {
+            const int q = threadIdx.x + h * THREADS;
+            uint4 hi, lo;
+            split(ra[h].x, hi.x, lo.x), split(ra[h].y, hi.y, lo.y);
+            split(ra[h].z, hi.z, lo.z), split(ra[h].w, hi.w, lo.w);
+            int at = (q / (BK / 4)) * A_STRIDE + (q % (BK / 4)) * 4;
+            *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
+            split(rb[h].x, hi.x, lo.x), split(rb[h].y, hi.y, lo.y);
+            split(rb[h].z, hi.z, lo.z), split(rb[h].w, hi.w, lo.w);
+            at = (q / (BN / 4)) * B_STRIDE + (q % (BN / 4)) * 4;
+            *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
+        }
+    };
+    float acc[4][4][4] = {}, d[4][4][4] = {};
+    const int steps = (K + BK - 1) / BK;
+    load(0);
+    store();
+    __syncthreads();
+    for (int s = 0; s < steps; s++) {
+        if (s + 1 < steps)
+            load((s + 1) * BK);
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int at = (wm + 16 * i + g) * A_STRIDE + kk + t;
+                const int o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    ah[i][r] = Ah[at + o[r]], al[i][r] = Al[at + o[r]];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int at = (kk + t) * B_STRIDE + wn + 8 * j + g;
+                bh[j][0] = Bh[at], bl[j][0] = Bl[at];
+                bh[j][1] = Bh[at + 4 * B_STRIDE], bl[j][1] = Bl[at + 4 * B_STRIDE];
+            }
+            const int k = s * BK + kk;
+            const bool fresh = k % KG == 0, last = (k + 8) % KG == 0 || k + 8 >= K;
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+                    mma(d[i][j], al[i], bh[j], fresh ? zero : d[i][j]);
+                    mma(d[i][j], ah[i], bl[j], d[i][j]);
+                    mma(d[i][j], ah[i], bh[j], d[i][j]);
+                    if (last)
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            acc[i][j][q] += d[i][j][q];
+                }
+        }
+        __syncthreads();
+        if (s + 1 < steps) {
+            store();
+            __syncthreads();
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = m0 + wm + 16 * i + g + 8 * (q / 2);
+                const int c = n0 + wn + 8 * j + 2 * t + (q % 2);
+                if (r < M && c < N)
+                    C[(int64_t)r * N + c] = acc[i][j][q];
+            }
+}
+
+template <int KG> static void gemm_presplit(const float *A, const float *B, float *C, int M,
+                                            int N, int K)
+{
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    gemm_3xtf32_presplit_kernel<KG><<<grid, THREADS>>>(A, B, C, M, N, K);
+}
+
 /* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
 static void gemm_cublas(cublasHandle_t h, const float *A, const float *B, float *C, int M, int N,
                         int K)
@@ -206,12 +315,11 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     printf("%s, M = %d rows\n", prop.name, M);
-    printf("| K | N | 3xTF32 ms | TFLOPS | cuBLAS float32 ms | TFLOPS | speed-up | error 3xTF32 | "
-           "error cuBLAS |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("| K | N | GEMM | ms | TFLOPS | speed-up over cuBLAS | error |\n"
+           "|---|---|---|---|---|---|---|\n");
     for (auto &sh : shapes) {
         const int K = sh[0], N = sh[1];
-        std::vector<float> A((size_t)M * K), B((size_t)K * N), C1((size_t)M * N),
-            C2((size_t)M * N);
+        std::vector<float> A((size_t)M * K), B((size_t)K * N), Cv((size_t)M * N);
         srand(1);
         /* activations ~ silu outputs, weights ~ 1/sqrt(K): mixed signs and magnitudes */
         for (auto &v : A)
@@ -221,18 +329,34 @@ int main(int argc, char **argv)
         float *dA, *dB, *dC;
         CHECK(cudaMalloc(&dA, sizeof(float) * A.size()));
         CHECK(cudaMalloc(&dB, sizeof(float) * B.size()));
-        CHECK(cudaMalloc(&dC, sizeof(float) * C1.size()));
+        CHECK(cudaMalloc(&dC, sizeof(float) * Cv.size()));
         CHECK(cudaMemcpy(dA, A.data(), sizeof(float) * A.size(), cudaMemcpyHostToDevice));
         CHECK(cudaMemcpy(dB, B.data(), sizeof(float) * B.size(), cudaMemcpyHostToDevice));
         const double flop = 2.0 * M * N * K;
-        const double t1 = time_ms([&] { gemm_3xtf32(dA, dB, dC, M, N, K); });
-        CHECK(cudaGetLastError());
-        CHECK(cudaMemcpy(C1.data(), dC, sizeof(float) * C1.size(), cudaMemcpyDeviceToHost));
-        const double t2 = time_ms([&] { gemm_cublas(h, dA, dB, dC, M, N, K); });
-        CHECK(cudaMemcpy(C2.data(), dC, sizeof(float) * C2.size(), cudaMemcpyDeviceToHost));
-        printf("| %d | %d | %.3f | %.1f | %.3f | %.1f | %.2fx | %.2e | %.2e |\n", K, N, t1,
-               flop / t1 / 1e9, t2, flop / t2 / 1e9, t2 / t1, error(A, B, C1, M, N, K),
-               error(A, B, C2, M, N, K));
+        double t_cublas = 0;
+        const char *names[] = {"cuBLAS float32", "3xTF32, split per fragment, k8",
+                               "3xTF32 presplit, k8", "3xTF32 presplit, k16",
+                               "3xTF32 presplit, k32"};
+        for (int v = 0; v < 5; v++) {
+            const double ms = time_ms([&] {
+                if (v == 0)
+                    gemm_cublas(h, dA, dB, dC, M, N, K);
+                else if (v == 1)
+                    gemm_3xtf32(dA, dB, dC, M, N, K);
+                else if (v == 2)
+                    gemm_presplit<8>(dA, dB, dC, M, N, K);
+                else if (v == 3)
+                    gemm_presplit<16>(dA, dB, dC, M, N, K);
+                else
+                    gemm_presplit<32>(dA, dB, dC, M, N, K);
+            });
+            CHECK(cudaGetLastError());
+            CHECK(cudaMemcpy(Cv.data(), dC, sizeof(float) * Cv.size(), cudaMemcpyDeviceToHost));
+            if (v == 0)
+                t_cublas = ms;
+            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e |\n", K, N, names[v], ms,
+                   flop / ms / 1e9, t_cublas / ms, error(A, B, Cv, M, N, K));
+        }
         cudaFree(dA), cudaFree(dB), cudaFree(dC);
     }
     cublasDestroy(h);
