@@ -2,16 +2,21 @@
  * gemm_3xtf32.cu: is a float32-accurate tensor-core GEMM of our own faster than cuBLAS' float32
  * (SIMT) GEMM at the Allegro engine's shapes (rows = edges, K and N = 1024 or so)?
  *
- * The kernel (issue 50's lever, docs/allegro.md "What 3x would take"): C = A B, row-major
- * float32, on mma.sync m16n8k8 TF32. Each operand is split into hi = tf32(x) and lo = tf32(x -
- * hi) as it leaves shared memory; each k-step of 8 sums lo*hi + hi*lo + hi*hi in a tensor-core
- * accumulator started from zero, which is then added to the running sum in float32 (session
- * 40: a fresh accumulator per k-step kept NequIP's energies within 3e-10 of the FMA loops;
- * accumulating every step in the tensor core's own sum lost ~5e-6 in session 45).
- * Block 128 x 128 x 16, 8 warps of 64 x 32, shared memory double-buffered with cp.async.
- *
- * Prints, per shape: ms and TFLOPS of this kernel and of cublasSgemm (pedantic float32), and
- * each one's largest error relative to a double-precision reference on sampled rows.
+ * C = A B, row-major float32, on mma.sync m16n8k8 TF32 (issue 50's lever, docs/allegro.md "What
+ * 3x would take"). Each operand value is split into hi = tf32(x) and lo = tf32(x - hi), and a
+ * run of k sums lo*hi + hi*lo + hi*hi in a tensor-core accumulator started from zero, which is
+ * then added to the running sum in float32 (session 40: a fresh accumulator per k-step kept
+ * NequIP's energies within 3e-10 of the FMA loops; accumulating every step in the tensor
+ * core's own sum lost ~5e-6 in session 45). Block 128 x 128 x 16, 8 warps of 64 x 32. Two
+ * forms:
+ *   gemm_3xtf32_kernel           cp.async double buffer; values split as fragments leave
+ *                                shared memory (by every warp that reads them); runs of 8
+ *   gemm_3xtf32_presplit_kernel  the next stage loaded into registers during this one's
+ *                                products, split once into (hi, lo) in shared memory; runs
+ *                                of KG = 8, 16 or 32
+ * Prints, per shape: ms and TFLOPS of each form and of cublasSgemm (pedantic float32), and each
+ * one's largest error relative to a double-precision reference on sampled rows
+ * (bench/results/2026-11-28-h200-gemm-3xtf32-s46.md).
  * Build: nvcc -arch=sm_90 -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32
  */
 #include <cublas_v2.h>
@@ -63,6 +68,24 @@ __device__ __forceinline__ void copy16(float *smem, const float *gmem, bool in)
     const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
     const int bytes = in ? 16 : 0; /* 0: the 16 bytes are zero-filled */
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+
+/* a warp's 64 x 32 of C from its accumulators (the m16n8 fragment layout: row g and g + 8,
+ * columns 2t and 2t + 1) */
+__device__ __forceinline__ void store_tile(const float (&acc)[4][4][4], float *C, int M, int N,
+                                           int row0, int col0, int lane)
+{
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = row0 + 16 * i + g + 8 * (q / 2), c = col0 + 8 * j + 2 * t + q % 2;
+                if (r < M && c < N)
+                    C[(int64_t)r * N + c] = acc[i][j][q];
+            }
 }
 
 /* one stage: A's 128 x 16 and B's 16 x 128, two float4 each per thread (K, N multiples of 4) */
@@ -136,17 +159,7 @@ __global__ void __launch_bounds__(THREADS)
         }
         __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int r = m0 + wm + 16 * i + g + 8 * (q / 2);
-                const int c = n0 + wn + 8 * j + 2 * t + (q % 2);
-                if (r < M && c < N)
-                    C[(int64_t)r * N + c] = acc[i][j][q];
-            }
+    store_tile(acc, C, M, N, m0 + wm, n0 + wn, lane);
 }
 
 static void gemm_3xtf32(const float *A, const float *B, float *C, int M, int N, int K)
@@ -244,17 +257,7 @@ __global__ void __launch_bounds__(THREADS)
             __syncthreads();
         }
     }
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int r = m0 + wm + 16 * i + g + 8 * (q / 2);
-                const int c = n0 + wn + 8 * j + 2 * t + (q % 2);
-                if (r < M && c < N)
-                    C[(int64_t)r * N + c] = acc[i][j][q];
-            }
+    store_tile(acc, C, M, N, m0 + wm, n0 + wn, lane);
 }
 
 template <int KG> static void gemm_presplit(const float *A, const float *B, float *C, int M,
