@@ -13,7 +13,9 @@
  *                                shared memory (by every warp that reads them); runs of 8
  *   gemm_3xtf32_presplit_kernel  the next stage loaded into registers during this one's
  *                                products, split once into (hi, lo) in shared memory; runs
- *                                of KG = 8, 16 or 32
+ *                                of KG = 8, 16 or 32, or (KG = 0) one tensor-core sum over
+ *                                all of k, the small products first in each step (CUTLASS'
+ *                                3xTF32 order: is a fresh run needed at all?)
  * Prints, per shape: ms and TFLOPS of each form and of cublasSgemm (pedantic float32), and each
  * one's largest error relative to a double-precision reference on sampled rows
  * (bench/results/2026-11-28-h200-gemm-3xtf32-s46.md).
@@ -235,14 +237,21 @@ __global__ void __launch_bounds__(THREADS)
                 bh[j][0] = Bh[at], bl[j][0] = Bl[at];
                 bh[j][1] = Bh[at + 4 * B_STRIDE], bl[j][1] = Bl[at + 4 * B_STRIDE];
             }
+            /* KG = 0: one tensor-core sum over all of k (the small products first in each
+             * step), no float32 adds */
             const int k = s * BK + kk;
-            const bool fresh = k % KG == 0, last = (k + 8) % KG == 0 || k + 8 >= K;
+            constexpr int run = KG > 0 ? KG : 1;
+            const bool fresh = KG > 0 && k % run == 0;
+            const bool last = KG > 0 && ((k + 8) % run == 0 || k + 8 >= K);
 #pragma unroll
             for (int i = 0; i < 4; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-                    mma(d[i][j], al[i], bh[j], fresh ? zero : d[i][j]);
+                    if (fresh)
+#pragma unroll
+                        for (int q = 0; q < 4; q++)
+                            d[i][j][q] = 0.f;
+                    mma(d[i][j], al[i], bh[j], d[i][j]);
                     mma(d[i][j], ah[i], bl[j], d[i][j]);
                     mma(d[i][j], ah[i], bh[j], d[i][j]);
                     if (last)
@@ -257,7 +266,7 @@ __global__ void __launch_bounds__(THREADS)
             __syncthreads();
         }
     }
-    store_tile(acc, C, M, N, m0 + wm, n0 + wn, lane);
+    store_tile(KG > 0 ? acc : d, C, M, N, m0 + wm, n0 + wn, lane);
 }
 
 template <int KG> static void gemm_presplit(const float *A, const float *B, float *C, int M,
@@ -339,8 +348,8 @@ int main(int argc, char **argv)
         double t_cublas = 0;
         const char *names[] = {"cuBLAS float32", "3xTF32, split per fragment, k8",
                                "3xTF32 presplit, k8", "3xTF32 presplit, k16",
-                               "3xTF32 presplit, k32"};
-        for (int v = 0; v < 5; v++) {
+                               "3xTF32 presplit, k32", "3xTF32 presplit, one sum"};
+        for (int v = 0; v < 6; v++) {
             const double ms = time_ms([&] {
                 if (v == 0)
                     gemm_cublas(h, dA, dB, dC, M, N, K);
@@ -350,8 +359,10 @@ int main(int argc, char **argv)
                     gemm_presplit<8>(dA, dB, dC, M, N, K);
                 else if (v == 3)
                     gemm_presplit<16>(dA, dB, dC, M, N, K);
-                else
+                else if (v == 4)
                     gemm_presplit<32>(dA, dB, dC, M, N, K);
+                else
+                    gemm_presplit<0>(dA, dB, dC, M, N, K);
             });
             CHECK(cudaGetLastError());
             CHECK(cudaMemcpy(Cv.data(), dC, sizeof(float) * Cv.size(), cudaMemcpyDeviceToHost));
