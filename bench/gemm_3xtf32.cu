@@ -16,10 +16,15 @@
  *                                of KG = 8, 16 or 32, or (KG = 0) one tensor-core sum over
  *                                all of k, the small products first in each step (CUTLASS'
  *                                3xTF32 order: is a fresh run needed at all?)
+ *   gemm_3xtf32_wgmma_kernel     Hopper's warpgroup MMA (sm_90a), A's split fragments from
+ *                                registers, B (transposed, K-major) from shared memory by
+ *                                descriptor; runs of 16 or one sum; the descriptor's byte
+ *                                offsets both ways (the right one has float32's error).
+ *                                Built for plain sm_90 these forms compute nothing.
  * Prints, per shape: ms and TFLOPS of each form and of cublasSgemm (pedantic float32), and each
  * one's largest error relative to a double-precision reference on sampled rows
  * (bench/results/2026-11-28-h200-gemm-3xtf32-s46.md).
- * Build: nvcc -arch=sm_90 -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32
+ * Build: nvcc -arch=sm_90a -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32 (sm_90a: wgmma)
  */
 #include <cublas_v2.h>
 #include <cmath>
@@ -276,6 +281,151 @@ template <int KG> static void gemm_presplit(const float *A, const float *B, floa
     gemm_3xtf32_presplit_kernel<KG><<<grid, THREADS>>>(A, B, C, M, N, K);
 }
 
+/* ---- The third form: Hopper's warpgroup MMA (wgmma, sm_90a). A's fragments come from
+ * registers (split as in the second form), B from shared memory through a descriptor: K-major,
+ * as TF32 requires (B is passed transposed, N x K), in 8 x 4 core matrices of 128 bytes, no
+ * swizzle. Two warpgroups of 64 x 128 each. The descriptor's two byte offsets (between core
+ * matrices along K and along N) are set one way or, with SWAP, the other: the error column says
+ * which the hardware means. ---- */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FNQ_WGMMA 1
+#endif
+
+__device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t k_bytes, uint32_t n_bytes,
+                                              bool swap)
+{
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
+    const uint32_t lbo = swap ? n_bytes : k_bytes, sbo = swap ? k_bytes : n_bytes;
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3FFF) << 32; /* base offset 0, no swizzle */
+}
+
+/* d (+)= a b, m64n128k8, a: this thread's 4 TF32 values of A, b: B's descriptor */
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t a[4], uint64_t b,
+                                           int accumulate)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+#endif
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+#ifdef FNQ_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit_and_wait()
+{
+#ifdef FNQ_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;" ::
+                     : "memory");
+#endif
+}
+
+/* shared-memory writes made visible to the tensor cores' (async proxy) reads */
+__device__ __forceinline__ void fence_proxy_async()
+{
+#ifdef FNQ_WGMMA
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+template <bool SWAP, bool RUNS>
+__global__ void __launch_bounds__(THREADS)
+    gemm_3xtf32_wgmma_kernel(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    __shared__ __align__(128) uint32_t Ah[BM * A_STRIDE], Al[BM * A_STRIDE];
+    __shared__ __align__(128) uint32_t Bh[BN * BK], Bl[BN * BK]; /* core-matrix order */
+    constexpr int KB = BK / 4; /* core matrices along K in a stage */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int row0 = (warp / 4) * 64 + (warp % 4) * 16; /* this warp's 16 of its group's 64 */
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float4 ra[2], rb[2];
+    auto load = [&](int k0) {
+        for (int h = 0; h < 2; h++) {
+            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
+            ra[h] = m0 + r < M && k0 + c < K
+                        ? *reinterpret_cast<const float4 *>(A + (int64_t)(m0 + r) * K + k0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+            rb[h] = n0 + r < N && k0 + c < K
+                        ? *reinterpret_cast<const float4 *>(Bt + (int64_t)(n0 + r) * K + k0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    auto store = [&]() {
+        for (int h = 0; h < 2; h++) {
+            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
+            uint4 hi, lo;
+            split(ra[h].x, hi.x, lo.x), split(ra[h].y, hi.y, lo.y);
+            split(ra[h].z, hi.z, lo.z), split(ra[h].w, hi.w, lo.w);
+            int at = r * A_STRIDE + c;
+            *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
+            split(rb[h].x, hi.x, lo.x), split(rb[h].y, hi.y, lo.y);
+            split(rb[h].z, hi.z, lo.z), split(rb[h].w, hi.w, lo.w);
+            at = ((r / 8) * KB + c / 4) * 32 + (r % 8) * 4; /* n = r, k = c .. c + 3 */
+            *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
+        }
+    };
+    float d[64] = {}, acc[64] = {};
+    const int steps = (K + BK - 1) / BK;
+    load(0);
+    store();
+    fence_proxy_async();
+    __syncthreads();
+    for (int s = 0; s < steps; s++) {
+        if (s + 1 < steps)
+            load((s + 1) * BK);
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            uint32_t ah[4], al[4];
+            const int at = (row0 + g) * A_STRIDE + kk + t;
+            const int o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                ah[r] = Ah[at + o[r]], al[r] = Al[at + o[r]];
+            const uint64_t bh = smem_desc(Bh + (kk / 4) * 32, 128, KB * 128, SWAP);
+            const uint64_t bl = smem_desc(Bl + (kk / 4) * 32, 128, KB * 128, SWAP);
+            const int keep = RUNS ? kk > 0 : s > 0 || kk > 0;
+            wgmma_fence();
+            wgmma_n128(d, al, bh, keep);
+            wgmma_n128(d, ah, bl, 1);
+            wgmma_n128(d, ah, bh, 1);
+        }
+        wgmma_commit_and_wait();
+        if (RUNS)
+#pragma unroll
+            for (int q = 0; q < 64; q++)
+                acc[q] += d[q];
+        __syncthreads();
+        if (s + 1 < steps) {
+            store();
+            fence_proxy_async();
+            __syncthreads();
+        }
+    }
+    const float *out = RUNS ? acc : d;
+#pragma unroll
+    for (int q = 0; q < 64; q++) {
+        const int r = m0 + row0 + g + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;
+        if (r < M && c < N)
+            C[(int64_t)r * N + c] = out[q];
+    }
+}
+
+template <bool SWAP, bool RUNS>
+static void gemm_wgmma(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    gemm_3xtf32_wgmma_kernel<SWAP, RUNS><<<grid, THREADS>>>(A, Bt, C, M, N, K);
+}
+
 /* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
 static void gemm_cublas(cublasHandle_t h, const float *A, const float *B, float *C, int M, int N,
                         int K)
@@ -338,18 +488,26 @@ int main(int argc, char **argv)
             v = (float)(rand() / (double)RAND_MAX * 2 - 0.5);
         for (auto &v : B)
             v = (float)((rand() / (double)RAND_MAX * 2 - 1) / sqrt((double)K));
-        float *dA, *dB, *dC;
+        std::vector<float> Bt((size_t)N * K); /* B transposed: the wgmma form's K-major B */
+        for (int k = 0; k < K; k++)
+            for (int n = 0; n < N; n++)
+                Bt[(size_t)n * K + k] = B[(size_t)k * N + n];
+        float *dA, *dB, *dBt, *dC;
         CHECK(cudaMalloc(&dA, sizeof(float) * A.size()));
         CHECK(cudaMalloc(&dB, sizeof(float) * B.size()));
+        CHECK(cudaMalloc(&dBt, sizeof(float) * Bt.size()));
         CHECK(cudaMalloc(&dC, sizeof(float) * Cv.size()));
         CHECK(cudaMemcpy(dA, A.data(), sizeof(float) * A.size(), cudaMemcpyHostToDevice));
         CHECK(cudaMemcpy(dB, B.data(), sizeof(float) * B.size(), cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(dBt, Bt.data(), sizeof(float) * Bt.size(), cudaMemcpyHostToDevice));
         const double flop = 2.0 * M * N * K;
         double t_cublas = 0;
         const char *names[] = {"cuBLAS float32", "3xTF32, split per fragment, k8",
                                "3xTF32 presplit, k8", "3xTF32 presplit, k16",
-                               "3xTF32 presplit, k32", "3xTF32 presplit, one sum"};
-        for (int v = 0; v < 6; v++) {
+                               "3xTF32 presplit, k32", "3xTF32 presplit, one sum",
+                               "3xTF32 wgmma, k16 runs", "3xTF32 wgmma, k16 runs, offsets swapped",
+                               "3xTF32 wgmma, one sum", "3xTF32 wgmma, one sum, offsets swapped"};
+        for (int v = 0; v < 10; v++) {
             const double ms = time_ms([&] {
                 if (v == 0)
                     gemm_cublas(h, dA, dB, dC, M, N, K);
@@ -361,8 +519,16 @@ int main(int argc, char **argv)
                     gemm_presplit<16>(dA, dB, dC, M, N, K);
                 else if (v == 4)
                     gemm_presplit<32>(dA, dB, dC, M, N, K);
-                else
+                else if (v == 5)
                     gemm_presplit<0>(dA, dB, dC, M, N, K);
+                else if (v == 6)
+                    gemm_wgmma<false, true>(dA, dBt, dC, M, N, K);
+                else if (v == 7)
+                    gemm_wgmma<true, true>(dA, dBt, dC, M, N, K);
+                else if (v == 8)
+                    gemm_wgmma<false, false>(dA, dBt, dC, M, N, K);
+                else
+                    gemm_wgmma<true, false>(dA, dBt, dC, M, N, K);
             });
             CHECK(cudaGetLastError());
             CHECK(cudaMemcpy(Cv.data(), dC, sizeof(float) * Cv.size(), cudaMemcpyDeviceToHost));
@@ -371,7 +537,7 @@ int main(int argc, char **argv)
             printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e |\n", K, N, names[v], ms,
                    flop / ms / 1e9, t_cublas / ms, error(A, B, Cv, M, N, K));
         }
-        cudaFree(dA), cudaFree(dB), cudaFree(dC);
+        cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
     }
     cublasDestroy(h);
     return 0;
