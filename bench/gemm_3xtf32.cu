@@ -59,6 +59,11 @@ __device__ __forceinline__ void split(float v, uint32_t &hi, uint32_t &lo)
     lo = tf32(v - __uint_as_float(hi));
 }
 
+__device__ __forceinline__ void split4(float4 v, uint4 &hi, uint4 &lo)
+{
+    split(v.x, hi.x, lo.x), split(v.y, hi.y, lo.y), split(v.z, hi.z, lo.z), split(v.w, hi.w, lo.w);
+}
+
 /* d = a b + c, m16n8k8, A row-major, B column-major fragments */
 __device__ __forceinline__ void mma(float d[4], const uint32_t a[4], const uint32_t b[2],
                                     const float c[4])
@@ -207,12 +212,10 @@ __global__ void __launch_bounds__(THREADS)
         for (int h = 0; h < 2; h++) {
             const int q = threadIdx.x + h * THREADS;
             uint4 hi, lo;
-            split(ra[h].x, hi.x, lo.x), split(ra[h].y, hi.y, lo.y);
-            split(ra[h].z, hi.z, lo.z), split(ra[h].w, hi.w, lo.w);
+            split4(ra[h], hi, lo);
             int at = (q / (BK / 4)) * A_STRIDE + (q % (BK / 4)) * 4;
             *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
-            split(rb[h].x, hi.x, lo.x), split(rb[h].y, hi.y, lo.y);
-            split(rb[h].z, hi.z, lo.z), split(rb[h].w, hi.w, lo.w);
+            split4(rb[h], hi, lo);
             at = (q / (BN / 4)) * B_STRIDE + (q % (BN / 4)) * 4;
             *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
         }
@@ -363,12 +366,10 @@ __global__ void __launch_bounds__(THREADS)
         for (int h = 0; h < 2; h++) {
             const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
             uint4 hi, lo;
-            split(ra[h].x, hi.x, lo.x), split(ra[h].y, hi.y, lo.y);
-            split(ra[h].z, hi.z, lo.z), split(ra[h].w, hi.w, lo.w);
+            split4(ra[h], hi, lo);
             int at = r * A_STRIDE + c;
             *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
-            split(rb[h].x, hi.x, lo.x), split(rb[h].y, hi.y, lo.y);
-            split(rb[h].z, hi.z, lo.z), split(rb[h].w, hi.w, lo.w);
+            split4(rb[h], hi, lo);
             at = ((r / 8) * KB + c / 4) * 32 + (r % 8) * 4; /* n = r, k = c .. c + 3 */
             *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
         }
