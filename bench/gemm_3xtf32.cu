@@ -180,6 +180,38 @@ static void gemm_3xtf32(const float *A, const float *B, float *C, int M, int N, 
     gemm_3xtf32_kernel<<<grid, THREADS>>>(A, B, C, M, N, K);
 }
 
+/* A's m16n8k8 fragment (rows row, row + 8; columns k + t, k + t + 4, t = lane % 4) from the
+ * split copies in shared memory */
+__device__ __forceinline__ void a_fragment(const uint32_t *Ah, const uint32_t *Al, int row, int k,
+                                           uint32_t hi[4], uint32_t lo[4])
+{
+    const int at = row * A_STRIDE + k, o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+        hi[r] = Ah[at + o[r]], lo[r] = Al[at + o[r]];
+}
+
+/* the register-staged forms' pipeline: stage s + 1 is loaded into registers while body(s)
+ * runs on stage s in shared memory, then split and stored there */
+template <typename Load, typename Store, typename Body>
+__device__ __forceinline__ void run_stages(int K, Load load, Store store, Body body)
+{
+    const int steps = (K + BK - 1) / BK;
+    load(0);
+    store();
+    __syncthreads();
+    for (int s = 0; s < steps; s++) {
+        if (s + 1 < steps)
+            load((s + 1) * BK);
+        body(s);
+        __syncthreads();
+        if (s + 1 < steps) {
+            store();
+            __syncthreads();
+        }
+    }
+}
+
 /* The second form: each value split once, as a thread moves it from its registers (loaded
  * from global memory during the previous stage's products) into shared memory as (hi, lo);
  * the fragments are read already split. The tensor-core accumulator is started afresh every
@@ -221,24 +253,13 @@ __global__ void __launch_bounds__(THREADS)
         }
     };
     float acc[4][4][4] = {}, d[4][4][4] = {};
-    const int steps = (K + BK - 1) / BK;
-    load(0);
-    store();
-    __syncthreads();
-    for (int s = 0; s < steps; s++) {
-        if (s + 1 < steps)
-            load((s + 1) * BK);
+    run_stages(K, load, store, [&](int s) {
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int at = (wm + 16 * i + g) * A_STRIDE + kk + t;
-                const int o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-                    ah[i][r] = Ah[at + o[r]], al[i][r] = Al[at + o[r]];
-            }
+            for (int i = 0; i < 4; i++)
+                a_fragment(Ah, Al, wm + 16 * i + g, kk + t, ah[i], al[i]);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int at = (kk + t) * B_STRIDE + wn + 8 * j + g;
@@ -268,12 +289,7 @@ __global__ void __launch_bounds__(THREADS)
                             acc[i][j][q] += d[i][j][q];
                 }
         }
-        __syncthreads();
-        if (s + 1 < steps) {
-            store();
-            __syncthreads();
-        }
-    }
+    });
     store_tile(KG > 0 ? acc : d, C, M, N, m0 + wm, n0 + wn, lane);
 }
 
@@ -373,24 +389,14 @@ __global__ void __launch_bounds__(THREADS)
             at = ((r / 8) * KB + c / 4) * 32 + (r % 8) * 4; /* n = r, k = c .. c + 3 */
             *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
         }
+        fence_proxy_async();
     };
     float d[64] = {}, acc[64] = {};
-    const int steps = (K + BK - 1) / BK;
-    load(0);
-    store();
-    fence_proxy_async();
-    __syncthreads();
-    for (int s = 0; s < steps; s++) {
-        if (s + 1 < steps)
-            load((s + 1) * BK);
+    run_stages(K, load, store, [&](int s) {
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             uint32_t ah[4], al[4];
-            const int at = (row0 + g) * A_STRIDE + kk + t;
-            const int o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                ah[r] = Ah[at + o[r]], al[r] = Al[at + o[r]];
+            a_fragment(Ah, Al, row0 + g, kk + t, ah, al);
             const uint64_t bh = smem_desc(Bh + (kk / 4) * 32, 128, KB * 128, SWAP);
             const uint64_t bl = smem_desc(Bl + (kk / 4) * 32, 128, KB * 128, SWAP);
             const int keep = RUNS ? kk > 0 : s > 0 || kk > 0;
@@ -404,13 +410,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < 64; q++)
                 acc[q] += d[q];
-        __syncthreads();
-        if (s + 1 < steps) {
-            store();
-            fence_proxy_async();
-            __syncthreads();
-        }
-    }
+    });
     const float *out = RUNS ? acc : d;
 #pragma unroll
     for (int q = 0; q < 64; q++) {
