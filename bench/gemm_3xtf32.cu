@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #define CHECK(x)                                                                               \
@@ -75,13 +76,6 @@ __device__ __forceinline__ void mma(float d[4], const uint32_t a[4], const uint3
                    "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
-__device__ __forceinline__ void copy16(float *smem, const float *gmem, bool in)
-{
-    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
-    const int bytes = in ? 16 : 0; /* 0: the 16 bytes are zero-filled */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-
 /* a warp's 64 x 32 of C from its accumulators (the m16n8 fragment layout: row g and g + 8,
  * columns 2t and 2t + 1) */
 __device__ __forceinline__ void store_tile(const float (&acc)[4][4][4], float *C, int M, int N,
@@ -100,92 +94,12 @@ __device__ __forceinline__ void store_tile(const float (&acc)[4][4][4], float *C
             }
 }
 
-/* one stage: A's 128 x 16 and B's 16 x 128, two float4 each per thread (K, N multiples of 4) */
-__device__ __forceinline__ void load_stage(float *As, float *Bs, const float *A, const float *B,
-                                           int M, int N, int K, int m0, int n0, int k0)
-{
-    for (int q = threadIdx.x; q < BM * BK / 4; q += THREADS) {
-        const int r = q / (BK / 4), c = (q % (BK / 4)) * 4;
-        const bool in = m0 + r < M && k0 + c < K;
-        copy16(As + r * A_STRIDE + c, in ? A + (int64_t)(m0 + r) * K + k0 + c : A, in);
-    }
-    for (int q = threadIdx.x; q < BK * BN / 4; q += THREADS) {
-        const int r = q / (BN / 4), c = (q % (BN / 4)) * 4;
-        const bool in = k0 + r < K && n0 + c < N;
-        copy16(Bs + r * B_STRIDE + c, in ? B + (int64_t)(k0 + r) * N + n0 + c : B, in);
-    }
-    asm volatile("cp.async.commit_group;");
-}
-
-__global__ void __launch_bounds__(THREADS)
-    gemm_3xtf32_kernel(const float *A, const float *B, float *C, int M, int N, int K)
-{
-    __shared__ __align__(16) float As[2][BM * A_STRIDE];
-    __shared__ __align__(16) float Bs[2][BK * B_STRIDE];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32; /* the warp's 64 x 32 */
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float acc[4][4][4] = {};
-    const int steps = (K + BK - 1) / BK;
-    load_stage(As[0], Bs[0], A, B, M, N, K, m0, n0, 0);
-    for (int s = 0; s < steps; s++) {
-        if (s + 1 < steps) {
-            load_stage(As[(s + 1) & 1], Bs[(s + 1) & 1], A, B, M, N, K, m0, n0, (s + 1) * BK);
-            asm volatile("cp.async.wait_group 1;");
-        } else {
-            asm volatile("cp.async.wait_group 0;");
-        }
-        __syncthreads();
-        const float *as = As[s & 1], *bs = Bs[s & 1];
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 8) {
-            uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float *p = as + (wm + 16 * i + g) * A_STRIDE + kk + t;
-                split(p[0], ah[i][0], al[i][0]);
-                split(p[8 * A_STRIDE], ah[i][1], al[i][1]);
-                split(p[4], ah[i][2], al[i][2]);
-                split(p[8 * A_STRIDE + 4], ah[i][3], al[i][3]);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const float *p = bs + (kk + t) * B_STRIDE + wn + 8 * j + g;
-                split(p[0], bh[j][0], bl[j][0]);
-                split(p[4 * B_STRIDE], bh[j][1], bl[j][1]);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-                    float d[4];
-                    mma(d, al[i], bh[j], zero);
-                    mma(d, ah[i], bl[j], d);
-                    mma(d, ah[i], bh[j], d);
-#pragma unroll
-                    for (int q = 0; q < 4; q++)
-                        acc[i][j][q] += d[q];
-                }
-        }
-        __syncthreads();
-    }
-    store_tile(acc, C, M, N, m0 + wm, n0 + wn, lane);
-}
-
-static void gemm_3xtf32(const float *A, const float *B, float *C, int M, int N, int K)
-{
-    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    gemm_3xtf32_kernel<<<grid, THREADS>>>(A, B, C, M, N, K);
-}
-
 /* A's m16n8k8 fragment (rows row, row + 8; columns k + t, k + t + 4, t = lane % 4) from the
  * split copies in shared memory */
 __device__ __forceinline__ void a_fragment(const uint32_t *Ah, const uint32_t *Al, int row, int k,
-                                           uint32_t hi[4], uint32_t lo[4])
+                                           uint32_t hi[4], uint32_t lo[4], int stride = A_STRIDE)
 {
-    const int at = row * A_STRIDE + k, o[4] = {0, 8 * A_STRIDE, 4, 8 * A_STRIDE + 4};
+    const int at = row * stride + k, o[4] = {0, 8 * stride, 4, 8 * stride + 4};
 #pragma unroll
     for (int r = 0; r < 4; r++)
         hi[r] = Ah[at + o[r]], lo[r] = Al[at + o[r]];
@@ -310,13 +224,13 @@ template <int KG> static void gemm_presplit(const float *A, const float *B, floa
 #define FNQ_WGMMA 1
 #endif
 
-__device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t k_bytes, uint32_t n_bytes,
-                                              bool swap)
+/* K-major, no swizzle: the leading byte offset is between core matrices along K, the stride
+ * byte offset between those along M or N (session 47: the other way round is wrong) */
+__device__ __forceinline__ uint64_t smem_desc(const void *p, uint32_t k_bytes, uint32_t n_bytes)
 {
     const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
-    const uint32_t lbo = swap ? n_bytes : k_bytes, sbo = swap ? k_bytes : n_bytes;
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 |
-           (uint64_t)((sbo >> 4) & 0x3FFF) << 32; /* base offset 0, no swizzle */
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((k_bytes >> 4) & 0x3FFF) << 16 |
+           (uint64_t)((n_bytes >> 4) & 0x3FFF) << 32; /* base offset 0, no swizzle */
 }
 
 /* d (+)= a b, m64n128k8, a: this thread's 4 TF32 values of A, b: B's descriptor */
@@ -355,7 +269,20 @@ __device__ __forceinline__ void fence_proxy_async()
 #endif
 }
 
-template <bool SWAP, bool RUNS>
+/* a warp's 16 rows of its warpgroup's m64n128 accumulator: rows g and g + 8, columns 8j + 2t
+ * and 8j + 2t + 1 */
+__device__ __forceinline__ void store_wgmma_tile(const float (&acc)[64], float *C, int M, int N,
+                                                 int row0, int n0, int lane)
+{
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int q = 0; q < 64; q++) {
+        const int r = row0 + g + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;
+        if (r < M && c < N)
+            C[(int64_t)r * N + c] = acc[q];
+    }
+}
+
 __global__ void __launch_bounds__(THREADS)
     gemm_3xtf32_wgmma_kernel(const float *A, const float *Bt, float *C, int M, int N, int K)
 {
@@ -397,34 +324,328 @@ __global__ void __launch_bounds__(THREADS)
         for (int kk = 0; kk < BK; kk += 8) {
             uint32_t ah[4], al[4];
             a_fragment(Ah, Al, row0 + g, kk + t, ah, al);
-            const uint64_t bh = smem_desc(Bh + (kk / 4) * 32, 128, KB * 128, SWAP);
-            const uint64_t bl = smem_desc(Bl + (kk / 4) * 32, 128, KB * 128, SWAP);
-            const int keep = RUNS ? kk > 0 : s > 0 || kk > 0;
+            const uint64_t bh = smem_desc(Bh + (kk / 4) * 32, 128, KB * 128);
+            const uint64_t bl = smem_desc(Bl + (kk / 4) * 32, 128, KB * 128);
+            const int keep = kk > 0;
             wgmma_fence();
             wgmma_n128(d, al, bh, keep);
             wgmma_n128(d, ah, bl, 1);
             wgmma_n128(d, ah, bh, 1);
         }
         wgmma_commit_and_wait();
-        if (RUNS)
 #pragma unroll
-            for (int q = 0; q < 64; q++)
-                acc[q] += d[q];
+        for (int q = 0; q < 64; q++)
+            acc[q] += d[q];
     });
-    const float *out = RUNS ? acc : d;
-#pragma unroll
-    for (int q = 0; q < 64; q++) {
-        const int r = m0 + row0 + g + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;
-        if (r < M && c < N)
-            C[(int64_t)r * N + c] = out[q];
-    }
+    store_wgmma_tile(acc, C, M, N, m0 + row0, n0, lane);
 }
 
-template <bool SWAP, bool RUNS>
 static void gemm_wgmma(const float *A, const float *Bt, float *C, int M, int N, int K)
 {
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    gemm_3xtf32_wgmma_kernel<SWAP, RUNS><<<grid, THREADS>>>(A, Bt, C, M, N, K);
+    gemm_3xtf32_wgmma_kernel<<<grid, THREADS>>>(A, Bt, C, M, N, K);
+}
+
+/* ---- The fourth form: the wgmma form pipelined. Two shared-memory buffers of BKT values of
+ * k: while the tensor cores work on one (asynchronously, wgmma's commit/wait), the threads
+ * split the next stage (loaded from global memory into registers before the products were
+ * issued) into the other, so one __syncthreads a stage and the loads' latency hidden behind
+ * the products. TRUNC: hi is x itself (the tensor core reads a TF32 operand's top 19 bits:
+ * truncation) and lo = x - trunc(x), exact; no conversions. PRODUCTS = 1: hi hi only (TF32's
+ * speed with this pipeline, not float32-accurate: how far the split costs). ---- */
+template <int BKT> struct Pipelined {
+    static constexpr int A_STR = BKT + 4, A_WORDS = BM * A_STR, B_WORDS = BN * BKT;
+    static constexpr int STAGE_WORDS = 2 * A_WORDS + 2 * B_WORDS;
+    static constexpr int SMEM_BYTES = 2 * STAGE_WORDS * 4;
+    static constexpr int LOADS = BM * BKT / 4 / THREADS; /* float4 of A (and of B) a thread */
+};
+
+template <bool TRUNC> __device__ __forceinline__ void split_v(float v, uint32_t &hi, uint32_t &lo)
+{
+    if (TRUNC) {
+        hi = __float_as_uint(v);
+        lo = __float_as_uint(v - __uint_as_float(hi & 0xFFFFE000u));
+    } else {
+        split(v, hi, lo);
+    }
+}
+
+template <bool TRUNC> __device__ __forceinline__ void split4_v(float4 v, uint4 &hi, uint4 &lo)
+{
+    split_v<TRUNC>(v.x, hi.x, lo.x), split_v<TRUNC>(v.y, hi.y, lo.y);
+    split_v<TRUNC>(v.z, hi.z, lo.z), split_v<TRUNC>(v.w, hi.w, lo.w);
+}
+
+/* keeps the compiler from moving reads of the accumulators across wgmma's wait */
+__device__ __forceinline__ void fence_operands(float (&d)[64])
+{
+#pragma unroll
+    for (int q = 0; q < 64; q++)
+        asm volatile("" : "+f"(d[q])::"memory");
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+#ifdef FNQ_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_wait_one() /* all but the newest group done */
+{
+#ifdef FNQ_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_wait_all()
+{
+#ifdef FNQ_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+
+template <int BKT, bool TRUNC, int PRODUCTS>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_3xtf32_pipelined_kernel(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    using P = Pipelined<BKT>;
+    extern __shared__ __align__(128) uint32_t smem[];
+    constexpr int KB = BKT / 4;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int row0 = (warp / 4) * 64 + (warp % 4) * 16;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float4 ra[P::LOADS], rb[P::LOADS];
+    auto load = [&](int k0) {
+#pragma unroll
+        for (int h = 0; h < P::LOADS; h++) {
+            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
+            ra[h] = m0 + r < M && k0 + c < K
+                        ? *reinterpret_cast<const float4 *>(A + (int64_t)(m0 + r) * K + k0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+            rb[h] = n0 + r < N && k0 + c < K
+                        ? *reinterpret_cast<const float4 *>(Bt + (int64_t)(n0 + r) * K + k0 + c)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    auto store = [&](int b) {
+        uint32_t *Ah = smem + b * P::STAGE_WORDS, *Al = Ah + P::A_WORDS, *Bh = Al + P::A_WORDS,
+                 *Bl = Bh + P::B_WORDS;
+#pragma unroll
+        for (int h = 0; h < P::LOADS; h++) {
+            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
+            uint4 hi, lo;
+            split4_v<TRUNC>(ra[h], hi, lo);
+            int at = r * P::A_STR + c;
+            *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
+            split4_v<TRUNC>(rb[h], hi, lo);
+            at = ((r / 8) * KB + c / 4) * 32 + (r % 8) * 4;
+            *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
+        }
+        fence_proxy_async();
+    };
+    float d[64] = {}, acc[64] = {};
+    const int steps = (K + BKT - 1) / BKT;
+    load(0);
+    store(0);
+    __syncthreads();
+    for (int s = 0; s < steps; s++) {
+        const int b = s & 1;
+        if (s + 1 < steps)
+            load((s + 1) * BKT);
+        const uint32_t *Ah = smem + b * P::STAGE_WORDS, *Al = Ah + P::A_WORDS,
+                       *Bh = Al + P::A_WORDS, *Bl = Bh + P::B_WORDS;
+        uint32_t ah[BKT / 8][4], al[BKT / 8][4];
+#pragma unroll
+        for (int kk = 0; kk < BKT / 8; kk++)
+            a_fragment(Ah, Al, row0 + g, 8 * kk + t, ah[kk], al[kk], P::A_STR);
+        fence_operands(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BKT / 8; kk++) {
+            const uint64_t bh = smem_desc(Bh + 2 * kk * 32, 128, KB * 128);
+            if (PRODUCTS == 3) {
+                const uint64_t bl = smem_desc(Bl + 2 * kk * 32, 128, KB * 128);
+                wgmma_n128(d, al[kk], bh, kk > 0);
+                wgmma_n128(d, ah[kk], bl, 1);
+                wgmma_n128(d, ah[kk], bh, 1);
+            } else {
+                wgmma_n128(d, ah[kk], bh, kk > 0);
+            }
+        }
+        wgmma_commit();
+        if (s + 1 < steps)
+            store(b ^ 1);
+        wgmma_wait_all();
+        fence_operands(d);
+#pragma unroll
+        for (int q = 0; q < 64; q++)
+            acc[q] += d[q];
+        __syncthreads();
+    }
+    store_wgmma_tile(acc, C, M, N, m0 + row0, n0, lane);
+}
+
+template <int BKT, bool TRUNC, int PRODUCTS>
+static void gemm_pipelined(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    auto kernel = gemm_3xtf32_pipelined_kernel<BKT, TRUNC, PRODUCTS>;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               Pipelined<BKT>::SMEM_BYTES));
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    kernel<<<grid, THREADS, Pipelined<BKT>::SMEM_BYTES>>>(A, Bt, C, M, N, K);
+}
+
+/* ---- The fifth form: a ring of raw stages filled by cp.async three stages ahead, in the
+ * tensor cores' core-matrix order for A as for B (both K-major: a 16-byte copy is one core-matrix
+ * row), and hi = the raw values themselves (truncation, as the fourth form measured: 6e-7). Only
+ * lo is computed, by each thread from the chunks it copied, into a double buffer while the
+ * tensor cores work on the previous stage. A_SMEM: A through a descriptor too (no fragment
+ * loads, fewer registers); otherwise A's fragments from shared memory into registers. ---- */
+constexpr int RING = 4, RBK = 32, RKB = RBK / 4;
+constexpr int TILE_WORDS = BM * RBK; /* A's or B's stage (BM = BN) */
+constexpr int LO = 3;           /* lo's buffers */
+constexpr int RING_SMEM_BYTES = (RING + LO) * 2 * TILE_WORDS * 4; /* raw ring, lo's */
+constexpr int RING_CHUNKS = TILE_WORDS / 4 / THREADS; /* 16-byte chunks of A (and of B) a thread */
+
+/* d (+)= a b, m64n128k8, both operands by descriptor */
+__device__ __forceinline__ void wgmma_n128_ss(float (&d)[64], uint64_t a, uint64_t b, int accumulate)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(a), "l"(b), "r"(accumulate));
+#endif
+}
+
+/* chunk h of this thread: row r of the tile (a quarter-warp takes one core matrix's 8 rows, so
+ * its 16-byte writes are 128 contiguous bytes) and k offset c */
+__device__ __forceinline__ void ring_chunk(int h, int &r, int &c, int &at)
+{
+    const int q = threadIdx.x + h * THREADS;
+    const int cm = q / 8; /* core matrix: (r / 8) * RKB + c / 4 */
+    r = (cm / RKB) * 8 + q % 8, c = (cm % RKB) * 4, at = cm * 32 + (q % 8) * 4;
+}
+
+__device__ __forceinline__ void copy16(uint32_t *smem, const float *gmem, bool in)
+{
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem),
+                 "r"(in ? 16 : 0));
+}
+
+template <int PRODUCTS, int PROMOTE>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_3xtf32_ring_kernel(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    extern __shared__ __align__(128) uint32_t smem[];
+    uint32_t *raw = smem, *lo = smem + RING * 2 * TILE_WORDS; /* [slot][A, B] */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wg = warp / 4, row0 = wg * 64 + (warp % 4) * 16;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int steps = (K + RBK - 1) / RBK;
+    const int a_off = wg * 8 * RKB * 32; /* this warpgroup's 64 rows: 8 core-matrix rows */
+    auto issue = [&](int s) {
+        if (s < steps) {
+            uint32_t *a = raw + (s % RING) * 2 * TILE_WORDS, *b = a + TILE_WORDS;
+            const int k0 = s * RBK;
+#pragma unroll
+            for (int h = 0; h < RING_CHUNKS; h++) {
+                int r, c, at;
+                ring_chunk(h, r, c, at);
+                const bool ka = k0 + c < K, ina = ka && m0 + r < M, inb = ka && n0 + r < N;
+                copy16(a + at, ina ? A + (int64_t)(m0 + r) * K + k0 + c : A, ina);
+                copy16(b + at, inb ? Bt + (int64_t)(n0 + r) * K + k0 + c : Bt, inb);
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    auto make_lo = [&](int s) { /* from this thread's own chunks of stage s */
+        const uint32_t *a = raw + (s % RING) * 2 * TILE_WORDS;
+        uint32_t *l = lo + (s % LO) * 2 * TILE_WORDS;
+#pragma unroll
+        for (int h = 0; h < RING_CHUNKS; h++) {
+            int r, c, at;
+            ring_chunk(h, r, c, at);
+#pragma unroll
+            for (int ab = 0; ab < 2; ab++) {
+                const uint4 x = *reinterpret_cast<const uint4 *>(a + ab * TILE_WORDS + at);
+                uint4 y;
+                y.x = __float_as_uint(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
+                y.y = __float_as_uint(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
+                y.z = __float_as_uint(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
+                y.w = __float_as_uint(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
+                *reinterpret_cast<uint4 *>(l + ab * TILE_WORDS + at) = y;
+            }
+        }
+        fence_proxy_async();
+    };
+    /* stage s's products into d, issued and left running; fresh: d starts from zero */
+    float d[64] = {}, acc[64] = {};
+    auto products = [&](int s, bool fresh) {
+        const uint32_t *ah = raw + (s % RING) * 2 * TILE_WORDS, *bh = ah + TILE_WORDS;
+        const uint32_t *al = lo + (s % LO) * 2 * TILE_WORDS, *bl = al + TILE_WORDS;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < RKB / 2; kk++) {
+            const int keep = kk > 0 || !fresh;
+            const uint64_t dah = smem_desc(ah + a_off + 2 * kk * 32, 128, RKB * 128);
+            const uint64_t dbh = smem_desc(bh + 2 * kk * 32, 128, RKB * 128);
+            if (PRODUCTS == 3) {
+                const uint64_t dal = smem_desc(al + a_off + 2 * kk * 32, 128, RKB * 128);
+                const uint64_t dbl = smem_desc(bl + 2 * kk * 32, 128, RKB * 128);
+                wgmma_n128_ss(d, dal, dbh, keep);
+                wgmma_n128_ss(d, dah, dbl, 1);
+                wgmma_n128_ss(d, dah, dbh, 1);
+            } else {
+                wgmma_n128_ss(d, dah, dbh, keep);
+            }
+        }
+        wgmma_commit();
+    };
+    for (int s = 0; s < RING - 1; s++)
+        issue(s);
+    asm volatile("cp.async.wait_group %0;" ::"n"(RING - 2) : "memory");
+    make_lo(0);
+    __syncthreads();
+    /* a stage: s's products issued while s - 1's may still run (the same accumulator: the
+     * tensor cores chain them); s + 1's lo made meanwhile; then only s - 1's awaited, which
+     * frees its slot. Every PROMOTE stages the tensor-core sum is added to acc in float32
+     * (the run that keeps float32's accuracy) after waiting for all: the one bubble, once per
+     * PROMOTE * 32 values of k. lo has three buffers: the other warpgroup may still read
+     * s - 1's while this one writes s + 1's. */
+    for (int s = 0; s < steps; s++) {
+        products(s, s % PROMOTE == 0);
+        if (s + 1 < steps) {
+            asm volatile("cp.async.wait_group 1;" ::: "memory");
+            make_lo(s + 1);
+        }
+        if ((s + 1) % PROMOTE == 0 || s + 1 == steps) {
+            wgmma_wait_all();
+            fence_operands(d);
+#pragma unroll
+            for (int q = 0; q < 64; q++)
+                acc[q] += d[q];
+        } else {
+            wgmma_wait_one();
+        }
+        __syncthreads(); /* s - 1's slot free everywhere, s + 1's lo visible */
+        issue(s + RING - 1);
+    }
+    store_wgmma_tile(acc, C, M, N, m0 + row0, n0, lane);
+}
+
+template <int PRODUCTS, int PROMOTE>
+static void gemm_ring(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    auto kernel = gemm_3xtf32_ring_kernel<PRODUCTS, PROMOTE>;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               RING_SMEM_BYTES));
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    kernel<<<grid, THREADS, RING_SMEM_BYTES>>>(A, Bt, C, M, N, K);
 }
 
 /* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
@@ -475,6 +696,9 @@ int main(int argc, char **argv)
     cublasHandle_t h;
     cublasCreate(&h);
     cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+    cublasHandle_t h_ex; /* the emulations', eager: used wherever cuBLAS can */
+    cublasCreate(&h_ex);
+    cublasSetEmulationStrategy(h_ex, CUBLAS_EMULATION_STRATEGY_EAGER);
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     printf("%s, M = %d rows\n", prop.name, M);
@@ -503,43 +727,48 @@ int main(int argc, char **argv)
         CHECK(cudaMemcpy(dBt, Bt.data(), sizeof(float) * Bt.size(), cudaMemcpyHostToDevice));
         const double flop = 2.0 * M * N * K;
         double t_cublas = 0;
-        const char *names[] = {"cuBLAS float32", "3xTF32, split per fragment, k8",
-                               "3xTF32 presplit, k8", "3xTF32 presplit, k16",
-                               "3xTF32 presplit, k32", "3xTF32 presplit, one sum",
-                               "3xTF32 wgmma, k16 runs", "3xTF32 wgmma, k16 runs, offsets swapped",
-                               "3xTF32 wgmma, one sum", "3xTF32 wgmma, one sum, offsets swapped"};
-        for (int v = 0; v < 10; v++) {
-            const double ms = time_ms([&] {
-                if (v == 0)
-                    gemm_cublas(h, dA, dB, dC, M, N, K);
-                else if (v == 1)
-                    gemm_3xtf32(dA, dB, dC, M, N, K);
-                else if (v == 2)
-                    gemm_presplit<8>(dA, dB, dC, M, N, K);
-                else if (v == 3)
-                    gemm_presplit<16>(dA, dB, dC, M, N, K);
-                else if (v == 4)
-                    gemm_presplit<32>(dA, dB, dC, M, N, K);
-                else if (v == 5)
-                    gemm_presplit<0>(dA, dB, dC, M, N, K);
-                else if (v == 6)
-                    gemm_wgmma<false, true>(dA, dBt, dC, M, N, K);
-                else if (v == 7)
-                    gemm_wgmma<true, true>(dA, dBt, dC, M, N, K);
-                else if (v == 8)
-                    gemm_wgmma<false, false>(dA, dBt, dC, M, N, K);
-                else
-                    gemm_wgmma<true, false>(dA, dBt, dC, M, N, K);
-            });
+        /* cuBLAS' emulations: one TF32 pass (the tensor cores' speed, not float32's
+         * accuracy) and BF16x9 (float32 from nine BF16 products; cuBLAS decides where) */
+        auto gemm_ex = [&](cublasComputeType_t compute) {
+            const float one = 1.f, zero = 0.f;
+            if (cublasGemmEx(h_ex, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, dB, CUDA_R_32F, N, dA,
+                             CUDA_R_32F, K, &zero, dC, CUDA_R_32F, N, compute,
+                             CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                fprintf(stderr, "cublasGemmEx(compute %d) failed\n", (int)compute);
+        };
+        const struct {
+            const char *name;
+            std::function<void()> run;
+        } forms[] = {
+            {"cuBLAS float32", [&] { gemm_cublas(h, dA, dB, dC, M, N, K); }},
+            {"cuBLAS TF32 (one pass)", [&] { gemm_ex(CUBLAS_COMPUTE_32F_FAST_TF32); }},
+            {"cuBLAS BF16x9", [&] { gemm_ex(CUBLAS_COMPUTE_32F_EMULATED_16BFX9); }},
+            {"3xTF32 mma.sync presplit, k16", [&] { gemm_presplit<16>(dA, dB, dC, M, N, K); }},
+            {"3xTF32 wgmma, k16 runs", [&] { gemm_wgmma(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma pipelined, k16", [&] { gemm_pipelined<16, false, 3>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma pipelined, k32", [&] { gemm_pipelined<32, false, 3>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma pipelined, k32, hi by truncation", [&] { gemm_pipelined<32, true, 3>(dA, dBt, dC, M, N, K); }},
+            {"1xTF32 wgmma pipelined, k32 (speed only)", [&] { gemm_pipelined<32, false, 1>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma ring, runs of 32", [&] { gemm_ring<3, 1>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma ring, runs of 64", [&] { gemm_ring<3, 2>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma ring, runs of 128", [&] { gemm_ring<3, 4>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma ring, runs of 256", [&] { gemm_ring<3, 8>(dA, dBt, dC, M, N, K); }},
+            {"1xTF32 wgmma ring, runs of 32 (speed only)", [&] { gemm_ring<1, 1>(dA, dBt, dC, M, N, K); }},
+            {"1xTF32 wgmma ring, runs of 128 (speed only)", [&] { gemm_ring<1, 4>(dA, dBt, dC, M, N, K); }},
+        };
+        for (const auto &form : forms) {
+            const double ms = time_ms(form.run);
             CHECK(cudaGetLastError());
             CHECK(cudaMemcpy(Cv.data(), dC, sizeof(float) * Cv.size(), cudaMemcpyDeviceToHost));
-            if (v == 0)
+            if (t_cublas == 0)
                 t_cublas = ms;
-            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e |\n", K, N, names[v], ms,
+            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e |\n", K, N, form.name, ms,
                    flop / ms / 1e9, t_cublas / ms, error(A, B, Cv, M, N, K));
+            fflush(stdout);
         }
         cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
     }
     cublasDestroy(h);
+    cublasDestroy(h_ex);
     return 0;
 }
