@@ -27,6 +27,8 @@
  * Build: nvcc -arch=sm_90a -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32 (sm_90a: wgmma)
  */
 #include <cublas_v2.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -346,36 +348,6 @@ static void gemm_wgmma(const float *A, const float *Bt, float *C, int M, int N, 
     gemm_3xtf32_wgmma_kernel<<<grid, THREADS>>>(A, Bt, C, M, N, K);
 }
 
-/* ---- The fourth form: the wgmma form pipelined. Two shared-memory buffers of BKT values of
- * k: while the tensor cores work on one (asynchronously, wgmma's commit/wait), the threads
- * split the next stage (loaded from global memory into registers before the products were
- * issued) into the other, so one __syncthreads a stage and the loads' latency hidden behind
- * the products. TRUNC: hi is x itself (the tensor core reads a TF32 operand's top 19 bits:
- * truncation) and lo = x - trunc(x), exact; no conversions. PRODUCTS = 1: hi hi only (TF32's
- * speed with this pipeline, not float32-accurate: how far the split costs). ---- */
-template <int BKT> struct Pipelined {
-    static constexpr int A_STR = BKT + 4, A_WORDS = BM * A_STR, B_WORDS = BN * BKT;
-    static constexpr int STAGE_WORDS = 2 * A_WORDS + 2 * B_WORDS;
-    static constexpr int SMEM_BYTES = 2 * STAGE_WORDS * 4;
-    static constexpr int LOADS = BM * BKT / 4 / THREADS; /* float4 of A (and of B) a thread */
-};
-
-template <bool TRUNC> __device__ __forceinline__ void split_v(float v, uint32_t &hi, uint32_t &lo)
-{
-    if (TRUNC) {
-        hi = __float_as_uint(v);
-        lo = __float_as_uint(v - __uint_as_float(hi & 0xFFFFE000u));
-    } else {
-        split(v, hi, lo);
-    }
-}
-
-template <bool TRUNC> __device__ __forceinline__ void split4_v(float4 v, uint4 &hi, uint4 &lo)
-{
-    split_v<TRUNC>(v.x, hi.x, lo.x), split_v<TRUNC>(v.y, hi.y, lo.y);
-    split_v<TRUNC>(v.z, hi.z, lo.z), split_v<TRUNC>(v.w, hi.w, lo.w);
-}
-
 /* keeps the compiler from moving reads of the accumulators across wgmma's wait */
 __device__ __forceinline__ void fence_operands(float (&d)[64])
 {
@@ -405,99 +377,7 @@ __device__ __forceinline__ void wgmma_wait_all()
 #endif
 }
 
-template <int BKT, bool TRUNC, int PRODUCTS>
-__global__ void __launch_bounds__(THREADS, 1)
-    gemm_3xtf32_pipelined_kernel(const float *A, const float *Bt, float *C, int M, int N, int K)
-{
-    using P = Pipelined<BKT>;
-    extern __shared__ __align__(128) uint32_t smem[];
-    constexpr int KB = BKT / 4;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int row0 = (warp / 4) * 64 + (warp % 4) * 16;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float4 ra[P::LOADS], rb[P::LOADS];
-    auto load = [&](int k0) {
-#pragma unroll
-        for (int h = 0; h < P::LOADS; h++) {
-            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
-            ra[h] = m0 + r < M && k0 + c < K
-                        ? *reinterpret_cast<const float4 *>(A + (int64_t)(m0 + r) * K + k0 + c)
-                        : make_float4(0.f, 0.f, 0.f, 0.f);
-            rb[h] = n0 + r < N && k0 + c < K
-                        ? *reinterpret_cast<const float4 *>(Bt + (int64_t)(n0 + r) * K + k0 + c)
-                        : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    };
-    auto store = [&](int b) {
-        uint32_t *Ah = smem + b * P::STAGE_WORDS, *Al = Ah + P::A_WORDS, *Bh = Al + P::A_WORDS,
-                 *Bl = Bh + P::B_WORDS;
-#pragma unroll
-        for (int h = 0; h < P::LOADS; h++) {
-            const int q = threadIdx.x + h * THREADS, r = q / KB, c = (q % KB) * 4;
-            uint4 hi, lo;
-            split4_v<TRUNC>(ra[h], hi, lo);
-            int at = r * P::A_STR + c;
-            *reinterpret_cast<uint4 *>(Ah + at) = hi, *reinterpret_cast<uint4 *>(Al + at) = lo;
-            split4_v<TRUNC>(rb[h], hi, lo);
-            at = ((r / 8) * KB + c / 4) * 32 + (r % 8) * 4;
-            *reinterpret_cast<uint4 *>(Bh + at) = hi, *reinterpret_cast<uint4 *>(Bl + at) = lo;
-        }
-        fence_proxy_async();
-    };
-    float d[64] = {}, acc[64] = {};
-    const int steps = (K + BKT - 1) / BKT;
-    load(0);
-    store(0);
-    __syncthreads();
-    for (int s = 0; s < steps; s++) {
-        const int b = s & 1;
-        if (s + 1 < steps)
-            load((s + 1) * BKT);
-        const uint32_t *Ah = smem + b * P::STAGE_WORDS, *Al = Ah + P::A_WORDS,
-                       *Bh = Al + P::A_WORDS, *Bl = Bh + P::B_WORDS;
-        uint32_t ah[BKT / 8][4], al[BKT / 8][4];
-#pragma unroll
-        for (int kk = 0; kk < BKT / 8; kk++)
-            a_fragment(Ah, Al, row0 + g, 8 * kk + t, ah[kk], al[kk], P::A_STR);
-        fence_operands(d);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BKT / 8; kk++) {
-            const uint64_t bh = smem_desc(Bh + 2 * kk * 32, 128, KB * 128);
-            if (PRODUCTS == 3) {
-                const uint64_t bl = smem_desc(Bl + 2 * kk * 32, 128, KB * 128);
-                wgmma_n128(d, al[kk], bh, kk > 0);
-                wgmma_n128(d, ah[kk], bl, 1);
-                wgmma_n128(d, ah[kk], bh, 1);
-            } else {
-                wgmma_n128(d, ah[kk], bh, kk > 0);
-            }
-        }
-        wgmma_commit();
-        if (s + 1 < steps)
-            store(b ^ 1);
-        wgmma_wait_all();
-        fence_operands(d);
-#pragma unroll
-        for (int q = 0; q < 64; q++)
-            acc[q] += d[q];
-        __syncthreads();
-    }
-    store_wgmma_tile(acc, C, M, N, m0 + row0, n0, lane);
-}
-
-template <int BKT, bool TRUNC, int PRODUCTS>
-static void gemm_pipelined(const float *A, const float *Bt, float *C, int M, int N, int K)
-{
-    auto kernel = gemm_3xtf32_pipelined_kernel<BKT, TRUNC, PRODUCTS>;
-    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               Pipelined<BKT>::SMEM_BYTES));
-    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    kernel<<<grid, THREADS, Pipelined<BKT>::SMEM_BYTES>>>(A, Bt, C, M, N, K);
-}
-
-/* ---- The fifth form: a ring of raw stages filled by cp.async three stages ahead, in the
+/* ---- The fourth form: a ring of raw stages filled by cp.async three stages ahead, in the
  * tensor cores' core-matrix order for A as for B (both K-major: a 16-byte copy is one core-matrix
  * row), and hi = the raw values themselves (truncation, as the fourth form measured: 6e-7). Only
  * lo is computed, by each thread from the chunks it copied, into a double buffer while the
@@ -648,6 +528,172 @@ static void gemm_ring(const float *A, const float *Bt, float *C, int M, int N, i
     kernel<<<grid, THREADS, RING_SMEM_BYTES>>>(A, Bt, C, M, N, K);
 }
 
+/* ---- The fifth form: the ring filled by the tensor memory accelerator (TMA): one thread
+ * issues a stage's two tiles (128 rows x 32 values, the 128-byte swizzle that wgmma reads
+ * natively) and every thread waits on the stage's mbarrier; otherwise as the fourth form. lo is
+ * made at the same offsets as its raw values, so the swizzle does not concern it. ---- */
+constexpr int TMA_STAGE_BYTES = 2 * TILE_WORDS * 4;
+constexpr int TMA_SMEM_BYTES = (RING + LO) * TMA_STAGE_BYTES + 1024 + RING * 8;
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* K-major, 128-byte swizzle: 8 rows of 128 bytes a swizzle atom (stride byte offset 1,024) */
+__device__ __forceinline__ uint64_t smem_desc_sw128(const void *p)
+{
+    return (uint64_t)((smem_addr(p) & 0x3FFFF) >> 4) | (uint64_t)1 << 16 |
+           (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int k, int row,
+                                         uint64_t *bar)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(smem_addr(bar))
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void bar_expect(uint64_t *bar, uint32_t bytes)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("{\n.reg .pred P;\nWAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
+                 "@!P bra WAIT_%=;\n}" ::"r"(smem_addr(bar)),
+                 "r"(parity)
+                 : "memory");
+#endif
+}
+
+template <int PRODUCTS>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_3xtf32_tma_kernel(const __grid_constant__ CUtensorMap map_a,
+                           const __grid_constant__ CUtensorMap map_b, float *C, int M, int N, int K)
+{
+    extern __shared__ uint8_t smem_raw[];
+    /* the 128-byte swizzle wants 1,024-byte aligned tiles */
+    uint8_t *base = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    float *raw = (float *)base, *lo = raw + RING * 2 * TILE_WORDS; /* [slot][A, B] */
+    uint64_t *full = (uint64_t *)(base + (RING + LO) * TMA_STAGE_BYTES);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wg = warp / 4, row0 = wg * 64 + (warp % 4) * 16;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int steps = (K + RBK - 1) / RBK;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < RING; i++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(full + i)));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    auto issue = [&](int s) {
+        if (threadIdx.x == 0 && s < steps) {
+            float *a = raw + (s % RING) * 2 * TILE_WORDS;
+            fence_proxy_async(); /* the threads' reads of the slot before TMA's writes */
+            bar_expect(full + s % RING, TMA_STAGE_BYTES);
+            tma_load(a, &map_a, s * RBK, m0, full + s % RING);
+            tma_load(a + TILE_WORDS, &map_b, s * RBK, n0, full + s % RING);
+        }
+    };
+    auto make_lo = [&](int s) { /* the whole stage, elementwise */
+        bar_wait(full + s % RING, (s / RING) & 1);
+        const uint4 *a = reinterpret_cast<const uint4 *>(raw + (s % RING) * 2 * TILE_WORDS);
+        uint4 *l = reinterpret_cast<uint4 *>(lo + (s % LO) * 2 * TILE_WORDS);
+#pragma unroll
+        for (int h = 0; h < 2 * TILE_WORDS / 4 / THREADS; h++) {
+            const int q = threadIdx.x + h * THREADS;
+            const uint4 x = a[q];
+            uint4 y;
+            y.x = __float_as_uint(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
+            y.y = __float_as_uint(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
+            y.z = __float_as_uint(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
+            y.w = __float_as_uint(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
+            l[q] = y;
+        }
+        fence_proxy_async();
+    };
+    float d[64] = {}, acc[64] = {};
+    auto products = [&](int s) {
+        const float *ah = raw + (s % RING) * 2 * TILE_WORDS + wg * 64 * RBK, *bh = ah - wg * 64 * RBK + TILE_WORDS;
+        const float *al = lo + (s % LO) * 2 * TILE_WORDS + wg * 64 * RBK, *bl = al - wg * 64 * RBK + TILE_WORDS;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < RKB / 2; kk++) { /* 8 values of k: 32 bytes along the row */
+            const uint64_t dah = smem_desc_sw128(ah + 8 * kk), dbh = smem_desc_sw128(bh + 8 * kk);
+            if (PRODUCTS == 3) {
+                const uint64_t dal = smem_desc_sw128(al + 8 * kk), dbl = smem_desc_sw128(bl + 8 * kk);
+                wgmma_n128_ss(d, dal, dbh, kk > 0);
+                wgmma_n128_ss(d, dah, dbl, 1);
+                wgmma_n128_ss(d, dah, dbh, 1);
+            } else {
+                wgmma_n128_ss(d, dah, dbh, kk > 0);
+            }
+        }
+        wgmma_commit();
+    };
+    for (int s = 0; s < RING - 1; s++)
+        issue(s);
+    make_lo(0);
+    __syncthreads();
+    for (int s = 0; s < steps; s++) { /* as the fourth form, runs of 32 */
+        products(s);
+        if (s + 1 < steps)
+            make_lo(s + 1);
+        wgmma_wait_all();
+        fence_operands(d);
+#pragma unroll
+        for (int q = 0; q < 64; q++)
+            acc[q] += d[q];
+        __syncthreads();
+        issue(s + RING - 1);
+    }
+    store_wgmma_tile(acc, C, M, N, m0 + row0, n0, lane);
+}
+
+/* a row-major rows x K float32 matrix as 128 x 32 tiles with the 128-byte swizzle */
+static CUtensorMap tile_map(const float *p, int rows, int K)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode, 12000,
+                                               cudaEnableDefault, &q));
+    }
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(float)};
+    const cuuint32_t box[2] = {RBK, BM}, one[2] = {1, 1};
+    if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims, strides, box, one,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+        exit(1);
+    }
+    return map;
+}
+
+template <int PRODUCTS>
+static void gemm_tma(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    auto kernel = gemm_3xtf32_tma_kernel<PRODUCTS>;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               TMA_SMEM_BYTES));
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    kernel<<<grid, THREADS, TMA_SMEM_BYTES>>>(tile_map(A, M, K), tile_map(Bt, N, K), C, M, N, K);
+}
+
 /* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
 static void gemm_cublas(cublasHandle_t h, const float *A, const float *B, float *C, int M, int N,
                         int K)
@@ -745,16 +791,11 @@ int main(int argc, char **argv)
             {"cuBLAS BF16x9", [&] { gemm_ex(CUBLAS_COMPUTE_32F_EMULATED_16BFX9); }},
             {"3xTF32 mma.sync presplit, k16", [&] { gemm_presplit<16>(dA, dB, dC, M, N, K); }},
             {"3xTF32 wgmma, k16 runs", [&] { gemm_wgmma(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma pipelined, k16", [&] { gemm_pipelined<16, false, 3>(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma pipelined, k32", [&] { gemm_pipelined<32, false, 3>(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma pipelined, k32, hi by truncation", [&] { gemm_pipelined<32, true, 3>(dA, dBt, dC, M, N, K); }},
-            {"1xTF32 wgmma pipelined, k32 (speed only)", [&] { gemm_pipelined<32, false, 1>(dA, dBt, dC, M, N, K); }},
             {"3xTF32 wgmma ring, runs of 32", [&] { gemm_ring<3, 1>(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma ring, runs of 64", [&] { gemm_ring<3, 2>(dA, dBt, dC, M, N, K); }},
             {"3xTF32 wgmma ring, runs of 128", [&] { gemm_ring<3, 4>(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma ring, runs of 256", [&] { gemm_ring<3, 8>(dA, dBt, dC, M, N, K); }},
             {"1xTF32 wgmma ring, runs of 32 (speed only)", [&] { gemm_ring<1, 1>(dA, dBt, dC, M, N, K); }},
-            {"1xTF32 wgmma ring, runs of 128 (speed only)", [&] { gemm_ring<1, 4>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma TMA ring, runs of 32", [&] { gemm_tma<3>(dA, dBt, dC, M, N, K); }},
+            {"1xTF32 wgmma TMA ring (speed only)", [&] { gemm_tma<1>(dA, dBt, dC, M, N, K); }},
         };
         for (const auto &form : forms) {
             const double ms = time_ms(form.run);
