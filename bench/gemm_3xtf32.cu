@@ -1,30 +1,29 @@
 /*
- * gemm_3xtf32.cu: is a float32-accurate tensor-core GEMM of our own faster than cuBLAS' float32
- * (SIMT) GEMM at the Allegro engine's shapes (rows = edges, K and N = 1024 or so)?
+ * gemm_3xtf32.cu: how fast can a float32-accurate tensor-core GEMM of our own be against cuBLAS'
+ * float32 (SIMT) GEMM at the Allegro engine's shapes (rows = edges, K and N = 1024 or so)? The
+ * way to kernels/gemm_3xtf32.cu, the engine's GEMM on Hopper (issue 50, docs/allegro.md).
  *
- * C = A B, row-major float32, on mma.sync m16n8k8 TF32 (issue 50's lever, docs/allegro.md "What
- * 3x would take"). Each operand value is split into hi = tf32(x) and lo = tf32(x - hi), and a
- * run of k sums lo*hi + hi*lo + hi*hi in a tensor-core accumulator started from zero, which is
- * then added to the running sum in float32 (session 40: a fresh accumulator per k-step kept
- * NequIP's energies within 3e-10 of the FMA loops; accumulating every step in the tensor
- * core's own sum lost ~5e-6 in session 45). Block 128 x 128 x 16, 8 warps of 64 x 32. Two
- * forms:
- *   gemm_3xtf32_kernel           cp.async double buffer; values split as fragments leave
- *                                shared memory (by every warp that reads them); runs of 8
- *   gemm_3xtf32_presplit_kernel  the next stage loaded into registers during this one's
- *                                products, split once into (hi, lo) in shared memory; runs
- *                                of KG = 8, 16 or 32, or (KG = 0) one tensor-core sum over
- *                                all of k, the small products first in each step (CUTLASS'
- *                                3xTF32 order: is a fresh run needed at all?)
- *   gemm_3xtf32_wgmma_kernel     Hopper's warpgroup MMA (sm_90a), A's split fragments from
- *                                registers, B (transposed, K-major) from shared memory by
- *                                descriptor; runs of 16 or one sum; the descriptor's byte
- *                                offsets both ways (the right one has float32's error).
- *                                Built for plain sm_90 these forms compute nothing.
- * Prints, per shape: ms and TFLOPS of each form and of cublasSgemm (pedantic float32), and each
- * one's largest error relative to a double-precision reference on sampled rows
- * (bench/results/2026-11-28-h200-gemm-3xtf32-s46.md).
- * Build: nvcc -arch=sm_90a -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32 (sm_90a: wgmma)
+ * C = A B, row-major float32. Each operand value is split into hi and lo (TF32 parts), and a run
+ * of k sums lo*hi + hi*lo + hi*hi in a tensor-core accumulator started from zero, which is then
+ * added to the running sum in float32: one sum over all of k loses ~5e-6 (session 46). Forms:
+ *   gemm_3xtf32_presplit_kernel  mma.sync m16n8k8, block 128 x 128 x 16, 8 warps of 64 x 32;
+ *                                the next stage loaded into registers during this one's
+ *                                products, split once into (hi, lo) in shared memory; runs of 16
+ *   gemm_3xtf32_wgmma_kernel     Hopper's warpgroup MMA (m64n128k8), A's split fragments from
+ *                                registers, B (transposed, K-major) by descriptor; runs of 16
+ *   gemm_3xtf32_ring_kernel      a ring of raw stages filled by cp.async three ahead, both
+ *                                operands by descriptor, hi = x itself (the tensor core reads
+ *                                the top 19 bits), lo made from it; runs of 32 to 256
+ *   gemm_3xtf32_tma_kernel       the ring filled by TMA (128-byte swizzle, mbarriers); lo
+ *                                truncated or rounded to nearest (the engine's form)
+ * The wgmma forms need sm_90a; built for plain sm_90 they compute nothing. Also timed: cuBLAS'
+ * one-pass TF32 GEMM (the tensor cores' speed, not float32's accuracy) and its BF16x9
+ * emulation. Prints, per shape: ms, TFLOPS, the speed-up over cublasSgemm (pedantic float32),
+ * the largest error relative to a double-precision reference on sampled rows, and the shrink
+ * (a systematic error toward zero, which a network's layers compound):
+ * bench/results/2026-11-28-h200-gemm-3xtf32-s46.md, 2026-11-29-h200-gemm-3xtf32-s47.md.
+ * Build: nvcc -arch=sm_90a -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32; run: gemm_3xtf32
+ * [rows] (default 303,742: 4,096 atoms' active edges)
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -128,7 +127,7 @@ __device__ __forceinline__ void run_stages(int K, Load load, Store store, Body b
     }
 }
 
-/* The second form: each value split once, as a thread moves it from its registers (loaded
+/* The mma.sync form: each value split once, as a thread moves it from its registers (loaded
  * from global memory during the previous stage's products) into shared memory as (hi, lo);
  * the fragments are read already split. The tensor-core accumulator is started afresh every
  * KG values of k (8, 16 or 32) and added to the float32 sum then. */
@@ -216,7 +215,7 @@ template <int KG> static void gemm_presplit(const float *A, const float *B, floa
     gemm_3xtf32_presplit_kernel<KG><<<grid, THREADS>>>(A, B, C, M, N, K);
 }
 
-/* ---- The third form: Hopper's warpgroup MMA (wgmma, sm_90a). A's fragments come from
+/* ---- The wgmma form: Hopper's warpgroup MMA (wgmma, sm_90a). A's fragments come from
  * registers (split as in the second form), B from shared memory through a descriptor: K-major,
  * as TF32 requires (B is passed transposed, N x K), in 8 x 4 core matrices of 128 bytes, no
  * swizzle. Two warpgroups of 64 x 128 each. The descriptor's two byte offsets (between core
@@ -377,9 +376,9 @@ __device__ __forceinline__ void wgmma_wait_all()
 #endif
 }
 
-/* ---- The fourth form: a ring of raw stages filled by cp.async three stages ahead, in the
+/* ---- The ring form: a ring of raw stages filled by cp.async three stages ahead, in the
  * tensor cores' core-matrix order for A as for B (both K-major: a 16-byte copy is one core-matrix
- * row), and hi = the raw values themselves (truncation, as the fourth form measured: 6e-7). Only
+ * row), and hi = the raw values themselves (truncation: 6e-7). Only
  * lo is computed, by each thread from the chunks it copied, into a double buffer while the
  * tensor cores work on the previous stage. A_SMEM: A through a descriptor too (no fragment
  * loads, fewer registers); otherwise A's fragments from shared memory into registers. ---- */
@@ -528,9 +527,9 @@ static void gemm_ring(const float *A, const float *Bt, float *C, int M, int N, i
     kernel<<<grid, THREADS, RING_SMEM_BYTES>>>(A, Bt, C, M, N, K);
 }
 
-/* ---- The fifth form: the ring filled by the tensor memory accelerator (TMA): one thread
+/* ---- The TMA form: the ring filled by the tensor memory accelerator (TMA): one thread
  * issues a stage's two tiles (128 rows x 32 values, the 128-byte swizzle that wgmma reads
- * natively) and every thread waits on the stage's mbarrier; otherwise as the fourth form. lo is
+ * natively) and every thread waits on the stage's mbarrier; otherwise as the ring form. lo is
  * made at the same offsets as its raw values, so the swizzle does not concern it. ---- */
 constexpr int TMA_STAGE_BYTES = 2 * TILE_WORDS * 4;
 constexpr int TMA_SMEM_BYTES = (RING + LO) * TMA_STAGE_BYTES + 1024 + RING * 8;
@@ -578,7 +577,16 @@ __device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity)
 #endif
 }
 
-template <int PRODUCTS>
+/* x - trunc(x) (exact), and with ROUND rounded to TF32 to nearest: left to the tensor core's
+ * truncation, every lo loses ~2^-11 of itself toward zero, a bias of ~2^-22 on every operand
+ * (the shrink column) */
+template <bool ROUND> __device__ __forceinline__ uint32_t lo_part(uint32_t x)
+{
+    const float lo = __uint_as_float(x) - __uint_as_float(x & 0xFFFFE000u);
+    return ROUND ? tf32(lo) : __float_as_uint(lo);
+}
+
+template <int PRODUCTS, bool ROUND>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_3xtf32_tma_kernel(const __grid_constant__ CUtensorMap map_a,
                            const __grid_constant__ CUtensorMap map_b, float *C, int M, int N, int K)
@@ -616,10 +624,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             const int q = threadIdx.x + h * THREADS;
             const uint4 x = a[q];
             uint4 y;
-            y.x = __float_as_uint(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
-            y.y = __float_as_uint(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
-            y.z = __float_as_uint(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
-            y.w = __float_as_uint(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
+            y.x = lo_part<ROUND>(x.x), y.y = lo_part<ROUND>(x.y);
+            y.z = lo_part<ROUND>(x.z), y.w = lo_part<ROUND>(x.w);
             l[q] = y;
         }
         fence_proxy_async();
@@ -647,7 +653,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         issue(s);
     make_lo(0);
     __syncthreads();
-    for (int s = 0; s < steps; s++) { /* as the fourth form, runs of 32 */
+    for (int s = 0; s < steps; s++) { /* as the ring form, runs of 32 */
         products(s);
         if (s + 1 < steps)
             make_lo(s + 1);
@@ -684,10 +690,10 @@ static CUtensorMap tile_map(const float *p, int rows, int K)
     return map;
 }
 
-template <int PRODUCTS>
+template <int PRODUCTS, bool ROUND>
 static void gemm_tma(const float *A, const float *Bt, float *C, int M, int N, int K)
 {
-    auto kernel = gemm_3xtf32_tma_kernel<PRODUCTS>;
+    auto kernel = gemm_3xtf32_tma_kernel<PRODUCTS, ROUND>;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                TMA_SMEM_BYTES));
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
@@ -719,19 +725,24 @@ template <typename F> static double time_ms(F f)
     return ms / reps;
 }
 
-/* largest |C - ref| / max |ref| over sampled rows, ref in double */
+/* largest |C - ref| / max |ref| over sampled rows, ref in double; *shrink: the mean of
+ * (C - ref) sign(ref) over the mean |ref|, a systematic error (< 0: C shrunk toward zero) that
+ * the largest error hides and a network's layers compound */
 static double error(const std::vector<float> &A, const std::vector<float> &B,
-                    const std::vector<float> &C, int M, int N, int K)
+                    const std::vector<float> &C, int M, int N, int K, double *shrink)
 {
-    double worst = 0, scale = 0;
+    double worst = 0, scale = 0, signed_sum = 0, abs_sum = 0;
     for (int r = 0; r < M; r += M / 61 + 1)
         for (int c = 0; c < N; c++) {
             double ref = 0;
             for (int k = 0; k < K; k++)
                 ref += (double)A[(size_t)r * K + k] * B[(size_t)k * N + c];
-            worst = fmax(worst, fabs(C[(size_t)r * N + c] - ref));
+            const double e = C[(size_t)r * N + c] - ref;
+            worst = fmax(worst, fabs(e));
             scale = fmax(scale, fabs(ref));
+            signed_sum += ref < 0 ? -e : e, abs_sum += fabs(ref);
         }
+    *shrink = signed_sum / abs_sum;
     return worst / scale;
 }
 
@@ -748,8 +759,8 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     printf("%s, M = %d rows\n", prop.name, M);
-    printf("| K | N | GEMM | ms | TFLOPS | speed-up over cuBLAS | error |\n"
-           "|---|---|---|---|---|---|---|\n");
+    printf("| K | N | GEMM | ms | TFLOPS | speed-up over cuBLAS | error | shrink |\n"
+           "|---|---|---|---|---|---|---|---|\n");
     for (auto &sh : shapes) {
         const int K = sh[0], N = sh[1];
         std::vector<float> A((size_t)M * K), B((size_t)K * N), Cv((size_t)M * N);
@@ -794,8 +805,9 @@ int main(int argc, char **argv)
             {"3xTF32 wgmma ring, runs of 32", [&] { gemm_ring<3, 1>(dA, dBt, dC, M, N, K); }},
             {"3xTF32 wgmma ring, runs of 128", [&] { gemm_ring<3, 4>(dA, dBt, dC, M, N, K); }},
             {"1xTF32 wgmma ring, runs of 32 (speed only)", [&] { gemm_ring<1, 1>(dA, dBt, dC, M, N, K); }},
-            {"3xTF32 wgmma TMA ring, runs of 32", [&] { gemm_tma<3>(dA, dBt, dC, M, N, K); }},
-            {"1xTF32 wgmma TMA ring (speed only)", [&] { gemm_tma<1>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma TMA ring, runs of 32, lo truncated", [&] { gemm_tma<3, false>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 wgmma TMA ring, runs of 32, lo rounded", [&] { gemm_tma<3, true>(dA, dBt, dC, M, N, K); }},
+            {"1xTF32 wgmma TMA ring (speed only)", [&] { gemm_tma<1, false>(dA, dBt, dC, M, N, K); }},
         };
         for (const auto &form : forms) {
             const double ms = time_ms(form.run);
@@ -803,8 +815,10 @@ int main(int argc, char **argv)
             CHECK(cudaMemcpy(Cv.data(), dC, sizeof(float) * Cv.size(), cudaMemcpyDeviceToHost));
             if (t_cublas == 0)
                 t_cublas = ms;
-            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e |\n", K, N, form.name, ms,
-                   flop / ms / 1e9, t_cublas / ms, error(A, B, Cv, M, N, K));
+            double shrink;
+            const double worst = error(A, B, Cv, M, N, K, &shrink);
+            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e | %+.1e |\n", K, N, form.name, ms,
+                   flop / ms / 1e9, t_cublas / ms, worst, shrink);
             fflush(stdout);
         }
         cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);

@@ -4,7 +4,7 @@
  * their edges (a chunk) is evaluated forward and backward on its own, keeping every MLP's
  * pre-activations for the backward pass instead of computing them again, in memory bounded by
  * the chunk's size whatever the structure's. The steps are docs/allegro.md's, in the CPU
- * engine's order (core/src/allegro_eval.inc): the MLPs are cuBLAS GEMMs (allegro_mlp.cuh), the
+ * engine's order (core/src/allegro_eval.inc): the MLPs are GEMMs (allegro_mlp.cuh), the
  * rest per-edge and per-centre kernels (allegro_kernels.cuh). The host uploads the graph and
  * its active edges (within their edge type's cutoff; core/src/allegro_edges.c); the pair term,
  * forces, virials and energies are assembled on the GPU (allegro_graph.cuh, assemble.cuh) and
@@ -20,6 +20,7 @@
 #include "allegro_graph.cuh"
 #include "allegro_kernels.cuh"
 #include "allegro_mlp.cuh"
+#include "gemm_3xtf32.cuh"
 #include "assemble.cuh"
 #include "device_buffer.cuh"
 
@@ -51,6 +52,8 @@ template <typename REAL> struct Engine {
     int device = 0;
     int chunk_option = 0; /* FNQ_ALLEGRO_CHUNK: edges per chunk, or 0 */
     int tf32 = 0;         /* FNQ_TF32=1 in float32: the MLPs' GEMMs 3xTF32 (allegro_mlp.cuh) */
+    int tensor_cores = 0; /* float32 on Hopper: the MLPs' GEMMs gemm_3xtf32 (unless
+                             FNQ_ALLEGRO_GEMM=cublas) */
     int timing = 0;       /* FNQ_TIMING=1: seconds per phase, printed when the context ends */
     double t_collect = 0, t_gpu = 0;
     int64_t calls = 0;
@@ -222,7 +225,7 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
         return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS could not be initialised on device %d",
                          s->device);
     cublasSetStream(s->blas, s->stream);
-    s->gemm = {s->blas, s->stream, s->tf32, nullptr};
+    s->gemm = {s->blas, s->stream, s->tf32, nullptr, s->tensor_cores};
     /* cuBLAS' choice of algorithm is deterministic; pedantic: float32 GEMMs stay float32
      * whatever NVIDIA_TF32_OVERRIDE says (the 3xTF32 GEMMs name their compute type) */
     cublasSetMathMode(s->blas, s->tf32 ? CUBLAS_DEFAULT_MATH : CUBLAS_PEDANTIC_MATH);
@@ -260,17 +263,18 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
     FNQ_CHECK(upload_as(s, m->energy_shift, p.T, &p.shift));
     FNQ_CHECK(upload_pair_term(s));
 
-    FNQ_CHECK(allegro::mlp_upload(&al->basis_linear, s->tf32, &s->basis_linear));
-    FNQ_CHECK(allegro::mlp_upload(&al->two_body, s->tf32, &s->two_body));
-    FNQ_CHECK(allegro::mlp_upload(&al->tensor_embed, s->tf32, &s->tensor_embed));
-    FNQ_CHECK(allegro::mlp_upload(&al->first_projection, s->tf32, &s->first_proj));
-    FNQ_CHECK(allegro::mlp_upload(&al->readout, s->tf32, &s->readout));
+    FNQ_CHECK(allegro::mlp_upload(&al->basis_linear, s->tf32, s->tensor_cores, &s->basis_linear));
+    FNQ_CHECK(allegro::mlp_upload(&al->two_body, s->tf32, s->tensor_cores, &s->two_body));
+    FNQ_CHECK(allegro::mlp_upload(&al->tensor_embed, s->tf32, s->tensor_cores, &s->tensor_embed));
+    FNQ_CHECK(allegro::mlp_upload(&al->first_projection, s->tf32, s->tensor_cores, &s->first_proj));
+    FNQ_CHECK(allegro::mlp_upload(&al->readout, s->tf32, s->tensor_cores, &s->readout));
     const Mlp<REAL> *fixed[] = {&s->basis_linear, &s->two_body, &s->tensor_embed, &s->first_proj,
                                 &s->readout};
     for (const Mlp<REAL> *mlp : fixed)
         note_width(s, *mlp);
     for (int k = 0; k < s->L; k++) {
-        FNQ_CHECK(allegro::mlp_upload(&al->layer[k].latent, s->tf32, &s->latent[k]));
+        FNQ_CHECK(allegro::mlp_upload(&al->layer[k].latent, s->tf32, s->tensor_cores,
+                                      &s->latent[k]));
         note_width(s, s->latent[k]);
         FNQ_CHECK(upload_tp(s, k));
     }
@@ -590,6 +594,8 @@ template <typename REAL> struct AllegroTable {
         s->m = m, s->al = m->allegro, s->device = device_id;
         s->chunk_option = opt->allegro_chunk;
         s->tf32 = opt->tf32 && sizeof(REAL) == sizeof(float);
+        s->tensor_cores = !s->tf32 && sizeof(REAL) == sizeof(float) && !opt->allegro_cublas &&
+                          gemm_3xtf32_available();
         s->timing = opt->timing;
         const enum fnq_status st = engine_setup(s);
         if (st != FNQ_STATUS_OK) {

@@ -3,7 +3,9 @@
  * Row-major arrays are column-major transposes to cuBLAS: Y = X W is Y^T = W^T X^T, and the
  * backward G W^T is W G^T; a block of W (a range of its rows and columns) is W's pointer moved
  * to the block's corner with W's own leading dimension. With FNQ_TF32=1 a float32 GEMM is one
- * TF32 GEMM of split operands over three times the contraction (allegro_mlp.cuh, Gemm).
+ * TF32 GEMM of split operands over three times the contraction (allegro_mlp.cuh, Gemm); on
+ * Hopper, float32 GEMMs are gemm_3xtf32's (float32-accurate, ~1.7x cuBLAS) where the operands
+ * suit the TMA, cuBLAS' elsewhere.
  */
 #include <mma.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "allegro_mlp.cuh"
+#include "gemm_3xtf32.cuh"
 
 namespace fnqcu {
 namespace allegro {
@@ -82,19 +85,27 @@ __global__ void split_kernel(int cols, const float *x, int ld, float *t)
 }
 
 /* C (+)= op(W block) A for `rows` rows: exact, or (A3: A's triples, W3 its block's triples,
- * ldw3 their leading dimension) as the 3xTF32 sum in one TF32 GEMM */
+ * ldw3 their leading dimension) as the 3xTF32 sum in one TF32 GEMM, or (Wt: op(W block) as
+ * m x k row-major, leading dimension ldwt) by gemm_3xtf32 where the operands suit it */
 template <typename REAL>
 enum fnq_status product(const Gemm<REAL> &g, cublasOperation_t ta, int m, int rows, int k,
-                        const REAL *W, int ldw, const REAL *W3, int ldw3, const Cols<REAL> &A,
-                        const REAL *A3, REAL beta, REAL *C, int ldc)
+                        const REAL *W, int ldw, const REAL *W3, int ldw3, const REAL *Wt,
+                        int ldwt, const Cols<REAL> &A, const REAL *A3, REAL beta, REAL *C,
+                        int ldc)
 {
     if constexpr (sizeof(REAL) == sizeof(float)) {
         if (A3)
             return blas_check(gemm_tf32(g.h, ta, m, rows, 3 * k, W3, ldw3, A3, 3 * k, beta, C,
                                         ldc),
                               rows, m, k);
+        if (Wt) {
+            bool done;
+            FNQ_CHECK(gemm_3xtf32(g.s, rows, m, k, A.p, A.ld, Wt, ldwt, beta != 0, C, ldc, &done));
+            if (done)
+                return FNQ_STATUS_OK;
+        }
     }
-    (void)W3, (void)ldw3, (void)A3;
+    (void)W3, (void)ldw3, (void)A3, (void)Wt, (void)ldwt;
     return blas_check(gemm(g.h, ta, m, rows, k, W, ldw, A.p, A.ld, beta, C, ldc), rows, m, k);
 }
 
@@ -137,8 +148,13 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
             const int64_t at = fwd ? (int64_t)xo * ldw + yo : (int64_t)yo * ldw + xo;
             const int64_t at3 = fwd ? 3 * (int64_t)xo * ldw + yo : (int64_t)yo * ldw3 + 3 * xo;
             const REAL beta = (a > 0 || (add && add[b])) ? REAL(1) : REAL(0);
+            /* the block as gemm_3xtf32's Bt (y's columns x x's): W^T's (forward), W's own */
+            const REAL *wt = !g.tensor_cores ? nullptr
+                             : fwd          ? m.wt[k] + (int64_t)yo * m.dim[k] + xo
+                                            : m.w[k] + at;
             FNQ_CHECK(product(g, op, y[b].cols, rows, x[a].cols, m.w[k] + at, ldw,
-                              w3 ? w3 + at3 : nullptr, ldw3, x[a], a3, beta, y[b].p, y[b].ld));
+                              w3 ? w3 + at3 : nullptr, ldw3, wt, fwd ? m.dim[k] : ldw, x[a], a3,
+                              beta, y[b].p, y[b].ld));
             yo += y[b].cols;
         }
         xo += x[a].cols;
@@ -205,7 +221,8 @@ float tf32_part(float x)
 }
 
 template <typename REAL>
-enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Mlp<REAL> *dst)
+enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, int with_wt,
+                           Mlp<REAL> *dst)
 {
     dst->K = src->n_layers;
     dst->act_kind = (int)src->act.kind;
@@ -219,10 +236,12 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Ml
     for (int k = 0; k < src->n_layers; k++) {
         const int ni = src->dim[k], no = src->dim[k + 1];
         std::vector<REAL> host((size_t)ni * no), w3(3 * host.size()), w3t(3 * host.size());
+        std::vector<REAL> wt(host.size());
         for (int r = 0; r < ni; r++)
             for (int c = 0; c < no; c++) {
                 const size_t q = (size_t)r * no + c;
                 host[q] = (REAL)src->w[k][q];
+                wt[(size_t)c * ni + r] = host[q];
                 const REAL hi = (REAL)tf32_part((float)host[q]), part[3] = {host[q] - hi, hi, hi};
                 for (int t = 0; t < 3; t++) {
                     w3[((size_t)r * 3 + t) * no + c] = part[t];
@@ -234,6 +253,8 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Ml
             FNQ_CHECK(to_device(w3, &dst->w3[k]));
             FNQ_CHECK(to_device(w3t, &dst->w3t[k]));
         }
+        if (with_wt)
+            FNQ_CHECK(to_device(wt, &dst->wt[k]));
     }
     return FNQ_STATUS_OK;
 }
@@ -241,8 +262,8 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Ml
 template <typename REAL> void mlp_release(Mlp<REAL> *m)
 {
     for (int k = 0; k < FNQ_ALLEGRO_MAX_MLP; k++) {
-        cudaFree(m->w[k]), cudaFree(m->w3[k]), cudaFree(m->w3t[k]);
-        m->w[k] = m->w3[k] = m->w3t[k] = nullptr;
+        cudaFree(m->w[k]), cudaFree(m->w3[k]), cudaFree(m->w3t[k]), cudaFree(m->wt[k]);
+        m->w[k] = m->w3[k] = m->w3t[k] = m->wt[k] = nullptr;
     }
 }
 
@@ -293,7 +314,7 @@ enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
 }
 
 #define FNQ_ALLEGRO_MLP(REAL)                                                                   \
-    template enum fnq_status mlp_upload(const struct fnq_allegro_mlp *, int, Mlp<REAL> *);      \
+    template enum fnq_status mlp_upload(const struct fnq_allegro_mlp *, int, int, Mlp<REAL> *); \
     template void mlp_release(Mlp<REAL> *);                                                     \
     template enum fnq_status mlp_forward(const Gemm<REAL> &, const Mlp<REAL> &, int,            \
                                          const Cols<REAL> *, int, const Cols<REAL> *, int,      \

@@ -1,11 +1,12 @@
 /*
  * allegro_mlp.cuh: Allegro's scalar MLPs over the rows of one chunk (one row per edge), as
- * cuBLAS GEMMs with the activation a kernel of its own (allegro_mlp.cu). An MLP's input and
+ * GEMMs (cuBLAS', or on Hopper in float32 our tensor-core gemm_3xtf32) with the activation a
+ * kernel of its own (allegro_mlp.cu). An MLP's input and
  * output may each be up to two column ranges of different arrays (the latent MLPs read
  * [x^0 .. x^k | scalars] and write [x^(k+1) | omega^(k+1)] where they live, docs/allegro.md
  * step 7d): each range meets its block of the weight matrix in a GEMM of its own, so nothing
- * is gathered or scattered. cuBLAS gives the same bits on every run for the same sizes on the
- * same GPU, so the engine stays bitwise reproducible.
+ * is gathered or scattered. cuBLAS and gemm_3xtf32 give the same bits on every run for the
+ * same sizes on the same GPU, so the engine stays bitwise reproducible.
  */
 #pragma once
 
@@ -29,6 +30,7 @@ template <typename REAL> struct Mlp {
     int dim[FNQ_ALLEGRO_MAX_MLP + 1] = {};
     REAL *w[FNQ_ALLEGRO_MAX_MLP] = {};
     REAL *w3[FNQ_ALLEGRO_MAX_MLP] = {}, *w3t[FNQ_ALLEGRO_MAX_MLP] = {};
+    REAL *wt[FNQ_ALLEGRO_MAX_MLP] = {}; /* W^T [dim[k+1]][dim[k]]: the forward's Bt (gemm_3xtf32) */
     int act_kind = 0;
     REAL act_scale = 1;
     int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
@@ -52,11 +54,13 @@ template <typename REAL> struct Gemm {
     cudaStream_t s;
     int tf32;
     REAL *split;
+    int tensor_cores; /* float32: gemm_3xtf32 (gemm_3xtf32.cuh) where the operands suit it */
 };
 
-/* with_split: also the weights' TF32 parts (the 3xTF32 GEMMs) */
+/* with_split: also the weights' TF32 parts (the 3xTF32 GEMMs); with_wt: W^T (gemm_3xtf32) */
 template <typename REAL>
-enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, Mlp<REAL> *dst);
+enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, int with_wt,
+                           Mlp<REAL> *dst);
 template <typename REAL> void mlp_release(Mlp<REAL> *m);
 
 /* out = MLP(in) for `rows` rows; in: n_in ranges covering dim[0], out: n_out covering dim[K];

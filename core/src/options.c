@@ -51,6 +51,7 @@ void fnq__options_read(struct fnq_options *o)
     o->allegro_chunk = getenv("FNQ_ALLEGRO_CHUNK") ? atoi(getenv("FNQ_ALLEGRO_CHUNK")) : 0;
     if (o->allegro_chunk < 0)
         o->allegro_chunk = 0;
+    o->allegro_cublas = equals("FNQ_ALLEGRO_GEMM", "cublas");
     const char *apb = getenv("FNQ_ATOMS_PER_BLOCK");
     o->atoms_per_block = apb && (!strcmp(apb, "1") || !strcmp(apb, "2") || !strcmp(apb, "4"))
                              ? atoi(apb)

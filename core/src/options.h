@@ -32,6 +32,8 @@ struct fnq_options {
                            * (not those generated per path kind), to compare */
     int allegro_chunk;    /* FNQ_ALLEGRO_CHUNK: edges per chunk of the GPU's Allegro engine (0:
                            * as many as 8 GB or half the free memory holds) */
+    int allegro_cublas;   /* FNQ_ALLEGRO_GEMM=cublas: the Allegro engine's float32 GEMMs by
+                           * cuBLAS on Hopper too (not gemm_3xtf32), to compare */
 };
 
 /* The switches as the environment sets them now. */

@@ -17,7 +17,8 @@
 #          compiled peer (AOTInductor, Triton contracter, target ase) and both timed by
 #          bench/bench_nequip_peers.py (SIZES, default 8,10,16,20: 4,096 to 64,000 atoms; MODES,
 #          default model,ase)
-#          (and fnq alone again with FNQ_TF32=1: allegro-peers-tf32.jsonl)
+#          (and fnq alone again with FNQ_TF32=1: allegro-peers-tf32.jsonl, and with cuBLAS'
+#          float32 GEMMs instead of gemm_3xtf32, FNQ_ALLEGRO_GEMM=cublas: allegro-peers-cublas.jsonl)
 #   profile  bench/profile_call.py on the same model (PROFILE_SIZES, default 8: 4,096 atoms),
 #          without and with FNQ_TF32=1: where a call's time goes, by kernel
 #   model  the model of peer made, nothing timed (to run beside the tests, before the timed
@@ -134,6 +135,9 @@ EOF
   FNQ_TF32=1 python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq \
     --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
     --out "$OUT/allegro-peers-tf32.jsonl" 2>&1 | tee "$OUT/allegro-peers-tf32.txt"
+  FNQ_ALLEGRO_GEMM=cublas python3 bench/bench_nequip_peers.py --models "$dir" --peers fnq \
+    --modes "${MODES:-model,ase}" --sizes "${SIZES:-8,10,16,20}" --min-seconds 1 \
+    --out "$OUT/allegro-peers-cublas.jsonl" 2>&1 | tee "$OUT/allegro-peers-cublas.txt"
 fi
 
 if [[ $parts == *" profile "* ]]; then

@@ -1,0 +1,32 @@
+/*
+ * gemm_3xtf32.cuh: a float32-accurate GEMM on Hopper's tensor cores, the Allegro engine's MLP
+ * products (allegro_mlp.cu) where the GPU and the build allow it; cuBLAS' float32 GEMM
+ * otherwise.
+ *
+ * Each operand value x is split into hi (x itself: the tensor core reads a TF32 operand's top
+ * 19 bits) and lo = x - those bits (exact) rounded to TF32, and C = A_lo B_hi + A_hi B_lo + A_hi B_hi is
+ * summed on the tensor cores in runs of 32 values of k, each run added to the float32 sum
+ * outside them: 6e-7 relative on the Allegro engine's shapes against cuBLAS' float32 1e-6, at
+ * 1.7x its speed on an H200 (bench/gemm_3xtf32.cu, bench/results/2026-11-29-h200-gemm-3xtf32-s47.md).
+ * Deterministic: every value of C is summed in one order, whatever the launch.
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "common.cuh"
+
+namespace fnqcu {
+
+/* whether gemm_3xtf32 runs on the current device: a build with sm_90a code (CMake's
+ * architectures include 90) on a GPU of compute capability 9.0 */
+bool gemm_3xtf32_available();
+
+/* C (+)= A Bt^T: A rows x k and Bt n x k row-major (leading dimensions lda, ldb), C rows x n
+ * (ldc), added to when add. *done is false, nothing launched, where the operands do not suit
+ * the tensor memory accelerator (each pointer 16-byte aligned and each leading dimension a
+ * multiple of 4) or rows exceed what one launch covers: the caller then uses cuBLAS. */
+enum fnq_status gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
+                            const float *Bt, int ldb, bool add, float *C, int ldc, bool *done);
+
+} // namespace fnqcu
