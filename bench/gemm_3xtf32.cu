@@ -16,6 +16,8 @@
  *                                the top 19 bits), lo made from it; runs of 32 to 256
  *   gemm_3xtf32_tma_kernel       the ring filled by TMA (128-byte swizzle, mbarriers); lo
  *                                truncated or rounded to nearest (the engine's form)
+ *   gemm_3xtf32_ws_kernel        a producer warp of its own, warpgroups independent of each
+ *                                other; runs of 32 or 16 (session 47: compiled, not yet run)
  * The wgmma forms need sm_90a; built for plain sm_90 they compute nothing. Also timed: cuBLAS'
  * one-pass TF32 GEMM (the tensor cores' speed, not float32's accuracy) and its BF16x9
  * emulation. Prints, per shape: ms, TFLOPS, the speed-up over cublasSgemm (pedantic float32),
@@ -700,6 +702,145 @@ static void gemm_tma(const float *A, const float *Bt, float *C, int M, int N, in
     kernel<<<grid, THREADS, TMA_SMEM_BYTES>>>(tile_map(A, M, K), tile_map(Bt, N, K), C, M, N, K);
 }
 
+/* ---- The specialized form (written in session 47, not yet run): the TMA form with a producer
+ * warp of its own and warpgroups that never wait for each other. The producer (a ninth warp)
+ * refills a slot as soon as both warpgroups have released it (an "empty" mbarrier each slot,
+ * two arrivals); each warpgroup makes the lo of its own 64 rows of A and of all of Bt into a
+ * double buffer of its own (Bt's lo made twice: the price of independence) and synchronizes
+ * only its 128 threads (a named barrier), so while one adds a run to its float32 sums or makes
+ * lo, the other's products keep the tensor cores busy. RUN16: runs of 16 values of k, two a
+ * stage (half the accumulation's shrink, at the cost of a wait in mid-stage). ---- */
+constexpr int WS_THREADS = THREADS + 32;
+constexpr int WS_LO_WORDS = 64 * RBK + TILE_WORDS; /* a warpgroup's lo: its rows of A, all of Bt */
+constexpr int WS_SMEM_BYTES = RING * TMA_STAGE_BYTES + 2 * 2 * WS_LO_WORDS * 4 + 1024 + 2 * RING * 8;
+
+__device__ __forceinline__ void bar_arrive(uint64_t *bar)
+{
+#ifdef FNQ_WGMMA
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+
+/* the 128 threads of warpgroup wg, and no others */
+__device__ __forceinline__ void warpgroup_sync(int wg)
+{
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+}
+
+template <bool RUN16>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    gemm_3xtf32_ws_kernel(const __grid_constant__ CUtensorMap map_a,
+                          const __grid_constant__ CUtensorMap map_b, float *C, int M, int N, int K)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *base = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    float *raw = (float *)base; /* [slot][A, Bt] */
+    float *lo_all = raw + RING * 2 * TILE_WORDS; /* [warpgroup][buffer][A rows, Bt] */
+    uint64_t *full = (uint64_t *)(lo_all + 2 * 2 * WS_LO_WORDS), *empty = full + RING;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int steps = (K + RBK - 1) / RBK;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < RING; i++) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(full + i)));
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" ::"r"(smem_addr(empty + i)));
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == THREADS / 32) { /* the producer */
+        if (lane == 0)
+            for (int s = 0; s < steps; s++) {
+                const int slot = s % RING;
+                if (s >= RING) /* both warpgroups done with stage s - RING */
+                    bar_wait(empty + slot, (s / RING - 1) & 1);
+                float *a = raw + slot * 2 * TILE_WORDS;
+                bar_expect(full + slot, TMA_STAGE_BYTES);
+                tma_load(a, &map_a, s * RBK, m0, full + slot);
+                tma_load(a + TILE_WORDS, &map_b, s * RBK, n0, full + slot);
+            }
+        return;
+    }
+    const int wg = warp / 4, t128 = threadIdx.x % 128;
+    float *lo = lo_all + wg * 2 * WS_LO_WORDS;
+    auto make_lo = [&](int s) { /* this warpgroup's rows of A and all of Bt */
+        bar_wait(full + s % RING, (s / RING) & 1);
+        const float *a = raw + (s % RING) * 2 * TILE_WORDS;
+        const uint4 *ra = reinterpret_cast<const uint4 *>(a + wg * 64 * RBK);
+        const uint4 *rb = reinterpret_cast<const uint4 *>(a + TILE_WORDS);
+        uint4 *la = reinterpret_cast<uint4 *>(lo + (s % 2) * WS_LO_WORDS);
+        uint4 *lb = reinterpret_cast<uint4 *>(lo + (s % 2) * WS_LO_WORDS + 64 * RBK);
+        auto split = [](uint4 x) {
+            return make_uint4(lo_part<true>(x.x), lo_part<true>(x.y), lo_part<true>(x.z),
+                              lo_part<true>(x.w));
+        };
+#pragma unroll
+        for (int h = 0; h < 64 * RBK / 4 / 128; h++)
+            la[t128 + h * 128] = split(ra[t128 + h * 128]);
+#pragma unroll
+        for (int h = 0; h < TILE_WORDS / 4 / 128; h++)
+            lb[t128 + h * 128] = split(rb[t128 + h * 128]);
+        fence_proxy_async();
+    };
+    float d[64] = {}, acc[64] = {};
+    /* k-steps [k0, k1) of stage s, issued and committed */
+    auto products = [&](int s, int k0, int k1) {
+        const float *ah = raw + (s % RING) * 2 * TILE_WORDS + wg * 64 * RBK;
+        const float *bh = raw + (s % RING) * 2 * TILE_WORDS + TILE_WORDS;
+        const float *al = lo + (s % 2) * WS_LO_WORDS, *bl = al + 64 * RBK;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = k0; kk < k1; kk++) {
+            const uint64_t dah = smem_desc_sw128(ah + 8 * kk), dbh = smem_desc_sw128(bh + 8 * kk);
+            const uint64_t dal = smem_desc_sw128(al + 8 * kk), dbl = smem_desc_sw128(bl + 8 * kk);
+            wgmma_n128_ss(d, dal, dbh, kk > k0);
+            wgmma_n128_ss(d, dah, dbl, 1);
+            wgmma_n128_ss(d, dah, dbh, 1);
+        }
+        wgmma_commit();
+    };
+    auto add_run = [&]() {
+        wgmma_wait_all();
+        fence_operands(d);
+#pragma unroll
+        for (int q = 0; q < 64; q++)
+            acc[q] += d[q];
+    };
+    make_lo(0);
+    warpgroup_sync(wg);
+    for (int s = 0; s < steps; s++) {
+        if (RUN16) {
+            products(s, 0, RKB / 4);
+            if (s + 1 < steps)
+                make_lo(s + 1);
+            add_run();
+            products(s, RKB / 4, RKB / 2);
+            add_run();
+        } else {
+            products(s, 0, RKB / 2);
+            if (s + 1 < steps)
+                make_lo(s + 1);
+            add_run();
+        }
+        warpgroup_sync(wg); /* s + 1's lo visible to this warpgroup's products */
+        if (t128 == 0) {    /* stage s's slot released by this warpgroup */
+            fence_proxy_async();
+            bar_arrive(empty + s % RING);
+        }
+    }
+    store_wgmma_tile(acc, C, M, N, m0 + wg * 64 + (warp % 4) * 16, n0, lane);
+}
+
+template <bool RUN16>
+static void gemm_ws(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    auto kernel = gemm_3xtf32_ws_kernel<RUN16>;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               WS_SMEM_BYTES));
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    kernel<<<grid, WS_THREADS, WS_SMEM_BYTES>>>(tile_map(A, M, K), tile_map(Bt, N, K), C, M, N, K);
+}
+
 /* row-major C = A B through column-major cuBLAS: C^T = B^T A^T */
 static void gemm_cublas(cublasHandle_t h, const float *A, const float *B, float *C, int M, int N,
                         int K)
@@ -808,6 +949,8 @@ int main(int argc, char **argv)
             {"3xTF32 wgmma TMA ring, runs of 32, lo truncated", [&] { gemm_tma<3, false>(dA, dBt, dC, M, N, K); }},
             {"3xTF32 wgmma TMA ring, runs of 32, lo rounded", [&] { gemm_tma<3, true>(dA, dBt, dC, M, N, K); }},
             {"1xTF32 wgmma TMA ring (speed only)", [&] { gemm_tma<1, false>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 specialized, runs of 32, lo rounded", [&] { gemm_ws<false>(dA, dBt, dC, M, N, K); }},
+            {"3xTF32 specialized, runs of 16, lo rounded", [&] { gemm_ws<true>(dA, dBt, dC, M, N, K); }},
         };
         for (const auto &form : forms) {
             const double ms = time_ms(form.run);
