@@ -3,11 +3,11 @@
 # "tests"; several: PARTS="tests peer"):
 #   tests  the Allegro GPU tests on a carried or built build-gpu/: gpu_allegro's pytest run (the
 #          fixtures in both precisions, ghosts, small chunks, bitwise repeats; pytest from
-#          .whl/lite) and lammps_allegro_fixtures_gpu (LAMMPS built into /tmp/fnq-lammps first
-#          if missing)
+#          .whl/lite), lammps_allegro_fixtures_gpu (LAMMPS built into /tmp/fnq-lammps first
+#          if missing) and gpu_gemm_3xtf32 (the engine's tensor-core GEMM against double)
 #   sanitize  compute-sanitizer memcheck and initcheck over the engine's GPU tests (every cuda
-#          case, and the structures cut into chunks of 60 edges: FNQ_ALLEGRO_CHUNK); any error
-#          fails. No racecheck: the engine's kernels share no memory between threads (their
+#          case, and the structures cut into chunks of 60 edges: FNQ_ALLEGRO_CHUNK) and over
+#          gpu_gemm_3xtf32; any error fails. No racecheck: the engine's kernels share no memory between threads (their
 #          shared memory is per thread; racecheck checks only sharing), and under it cuBLAS's
 #          float64 GEMMs took the host's 128 GB (session 44)
 #   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
@@ -88,7 +88,7 @@ if [[ $parts == *" tests "* ]]; then
   # gpu_allegro's command with this environment's Python path (pytest from .whl/lite)
   python3 tests/gpu_pytest.py python/tests/test_allegro_engine.py -k "cuda or gpu or auto" \
     2>&1 | tee "$OUT/allegro-tests.txt"
-  ctest --test-dir build-gpu --output-on-failure -R lammps_allegro_fixtures_gpu \
+  ctest --test-dir build-gpu --output-on-failure -R "lammps_allegro_fixtures_gpu|gpu_gemm_3xtf32" \
     2>&1 | tee -a "$OUT/allegro-tests.txt"
 fi
 
@@ -100,6 +100,10 @@ if [[ $parts == *" sanitize "* ]]; then
       > "$OUT/allegro-$tool.log" 2>&1 || rc=$?
     echo "allegro $tool rc $rc $(grep -E "ERROR SUMMARY" "$OUT/allegro-$tool.log" | sort |
       uniq -c | tr '\n' ' ')$(grep -E "passed|failed" "$OUT/allegro-$tool.log" | tail -1)"
+    rc=0 # the tensor-core GEMM alone (TMA, wgmma), its test's shapes
+    timeout 600 compute-sanitizer --tool $tool --error-exitcode 99 build-gpu/tests/gpu_gemm_3xtf32 \
+      > "$OUT/gemm-$tool.log" 2>&1 || rc=$?
+    echo "gemm_3xtf32 $tool rc $rc $(grep -E "ERROR SUMMARY" "$OUT/gemm-$tool.log" | tail -1)"
   done
 fi
 
