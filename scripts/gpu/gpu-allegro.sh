@@ -7,9 +7,10 @@
 #          if missing) and gpu_gemm_3xtf32 (the engine's tensor-core GEMM against double)
 #   sanitize  compute-sanitizer memcheck and initcheck over the engine's GPU tests (every cuda
 #          case, and the structures cut into chunks of 60 edges: FNQ_ALLEGRO_CHUNK) and over
-#          gpu_gemm_3xtf32; any error fails. No racecheck: the engine's kernels share no memory between threads (their
-#          shared memory is per thread; racecheck checks only sharing), and under it cuBLAS's
-#          float64 GEMMs took the host's 128 GB (session 44)
+#          gpu_gemm_3xtf32, and racecheck over gpu_gemm_3xtf32 alone (its stages are shared
+#          between threads); any error fails. No racecheck over the engine's tests: its other
+#          kernels share no memory between threads (their shared memory is per thread), and
+#          under it cuBLAS's float64 GEMMs took the host's 128 GB (session 44)
 #   peer   the Allegro-OAM-L-width model (two species, float32) made by nequip-allegro itself
 #          (tests/fixtures/allegro/generate.py --full-width) into $PEER_DIR (/tmp/allegro-peer:
 #          kept for the next call while the machine is warm; a few minutes to make), our
@@ -105,6 +106,10 @@ if [[ $parts == *" sanitize "* ]]; then
       > "$OUT/gemm-$tool.log" 2>&1 || rc=$?
     echo "gemm_3xtf32 $tool rc $rc $(grep -E "ERROR SUMMARY" "$OUT/gemm-$tool.log" | tail -1)"
   done
+  rc=0
+  timeout 600 compute-sanitizer --tool racecheck --error-exitcode 99 \
+    build-gpu/tests/gpu_gemm_3xtf32 > "$OUT/gemm-racecheck.log" 2>&1 || rc=$?
+  echo "gemm_3xtf32 racecheck rc $rc $(grep -E "ERROR SUMMARY" "$OUT/gemm-racecheck.log" | tail -1)"
 fi
 
 if [[ $parts == *" peer "* ]]; then
