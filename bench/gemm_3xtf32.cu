@@ -63,6 +63,15 @@ __device__ __forceinline__ void split(float v, uint32_t &hi, uint32_t &lo)
     lo = tf32(v - __uint_as_float(hi));
 }
 
+/* x - trunc(x) (exact), and with ROUND rounded to TF32 to nearest: left to the tensor core's
+ * truncation, every lo loses ~2^-11 of itself toward zero, a bias of ~2^-22 on every operand
+ * (the shrink column) */
+template <bool ROUND> __device__ __forceinline__ uint32_t lo_part(uint32_t x)
+{
+    const float lo = __uint_as_float(x) - __uint_as_float(x & 0xFFFFE000u);
+    return ROUND ? tf32(lo) : __float_as_uint(lo);
+}
+
 __device__ __forceinline__ void split4(float4 v, uint4 &hi, uint4 &lo)
 {
     split(v.x, hi.x, lo.x), split(v.y, hi.y, lo.y), split(v.z, hi.z, lo.z), split(v.w, hi.w, lo.w);
@@ -454,12 +463,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int ab = 0; ab < 2; ab++) {
                 const uint4 x = *reinterpret_cast<const uint4 *>(a + ab * TILE_WORDS + at);
-                uint4 y;
-                y.x = __float_as_uint(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
-                y.y = __float_as_uint(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
-                y.z = __float_as_uint(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
-                y.w = __float_as_uint(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
-                *reinterpret_cast<uint4 *>(l + ab * TILE_WORDS + at) = y;
+                *reinterpret_cast<uint4 *>(l + ab * TILE_WORDS + at) =
+                    make_uint4(lo_part<false>(x.x), lo_part<false>(x.y), lo_part<false>(x.z),
+                               lo_part<false>(x.w));
             }
         }
         fence_proxy_async();
@@ -579,15 +585,6 @@ __device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity)
 #endif
 }
 
-/* x - trunc(x) (exact), and with ROUND rounded to TF32 to nearest: left to the tensor core's
- * truncation, every lo loses ~2^-11 of itself toward zero, a bias of ~2^-22 on every operand
- * (the shrink column) */
-template <bool ROUND> __device__ __forceinline__ uint32_t lo_part(uint32_t x)
-{
-    const float lo = __uint_as_float(x) - __uint_as_float(x & 0xFFFFE000u);
-    return ROUND ? tf32(lo) : __float_as_uint(lo);
-}
-
 template <int PRODUCTS, bool ROUND>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_3xtf32_tma_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -625,10 +622,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int h = 0; h < 2 * TILE_WORDS / 4 / THREADS; h++) {
             const int q = threadIdx.x + h * THREADS;
             const uint4 x = a[q];
-            uint4 y;
-            y.x = lo_part<ROUND>(x.x), y.y = lo_part<ROUND>(x.y);
-            y.z = lo_part<ROUND>(x.z), y.w = lo_part<ROUND>(x.w);
-            l[q] = y;
+            l[q] = make_uint4(lo_part<ROUND>(x.x), lo_part<ROUND>(x.y), lo_part<ROUND>(x.z),
+                              lo_part<ROUND>(x.w));
         }
         fence_proxy_async();
     };

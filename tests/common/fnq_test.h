@@ -1,5 +1,5 @@
 /*
- * fnq_test.h: helpers for the C tests: model lookup with a clean skip, a deterministic random
+ * fnq_test.h: helpers for the C tests (and C++/CUDA ones: the allocations are cast): model lookup with a clean skip, a deterministic random
  * generator, structure builders and a check macro that counts failures.
  * Tests return 0 (pass), 1 (fail) or 77 (skipped: CTest's SKIP_RETURN_CODE).
  */
@@ -122,8 +122,8 @@ static void test_random_structure(struct test_structure *s, int64_t n, const dou
 {
     memset(s, 0, sizeof(*s));
     s->n = n;
-    s->pos = calloc((size_t)n * 3, sizeof(double));
-    s->species = calloc((size_t)n, sizeof(int32_t));
+    s->pos = (double *)calloc((size_t)n * 3, sizeof(double));
+    s->species = (int32_t *)calloc((size_t)n, sizeof(int32_t));
     s->has_cell = cell != NULL;
     if (cell) {
         memcpy(s->cell, cell, sizeof(s->cell));
@@ -176,8 +176,8 @@ static void test_diamond(struct test_structure *s, const struct fnq_model *m, in
     const double a = 5.43;
     memset(s, 0, sizeof(*s));
     s->n = 8LL * rep * rep * rep;
-    s->pos = malloc(sizeof(double) * 3 * (size_t)s->n);
-    s->species = malloc(sizeof(int32_t) * (size_t)s->n);
+    s->pos = (double *)malloc(sizeof(double) * 3 * (size_t)s->n);
+    s->species = (int32_t *)malloc(sizeof(int32_t) * (size_t)s->n);
     int64_t k = 0;
     for (int x = 0; x < rep; x++)
         for (int y = 0; y < rep; y++)
@@ -205,9 +205,9 @@ static void test_brute_pairs(const struct test_structure *s, double reach, int i
                              struct test_pairs *p)
 {
     const int64_t cap = s->n * s->n * (in_cell ? 1 : 27);
-    p->recv = malloc(sizeof(int64_t) * (size_t)cap);
-    p->send = malloc(sizeof(int64_t) * (size_t)cap);
-    p->shift = in_cell ? NULL : malloc(sizeof(double) * 3 * (size_t)cap);
+    p->recv = (int64_t *)malloc(sizeof(int64_t) * (size_t)cap);
+    p->send = (int64_t *)malloc(sizeof(int64_t) * (size_t)cap);
+    p->shift = in_cell ? NULL : (double *)malloc(sizeof(double) * 3 * (size_t)cap);
     const int m = in_cell ? 0 : 1;
     p->n = 0;
     for (int64_t i = 0; i < s->n; i++)

@@ -11,37 +11,13 @@
  *     multiple of 4) launch nothing and say so (done false), C untouched.
  */
 #include <cuda_runtime.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <vector>
 
+#include "fnq_test.h"
 #include "gemm_3xtf32.cuh"
 
 namespace {
-
-int failures = 0; /* fnq_test.h's CHECK, which is C only */
-
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            failures++;                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fprintf(stderr, "\n");                                                              \
-        }                                                                                       \
-    } while (0)
-
-#define CHECK_OK(expr)                                                                          \
-    do {                                                                                        \
-        if ((expr) != FNQ_STATUS_OK) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                  \
-                    fnq_last_error());                                                          \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 struct Shape {
     int rows, n, k, lda, ldb, ldc;
@@ -159,11 +135,7 @@ void check_refused()
 
 int main(void)
 {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-        printf("SKIP: no usable GPU\n");
-        return 77;
-    }
+    test_require_gpu();
     int major = 0, minor = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
@@ -182,7 +154,7 @@ int main(void)
     for (const Shape &s : shapes)
         check_shape(s);
     check_refused();
-    if (failures)
-        printf("%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    if (fnq_test_failures)
+        printf("%d check(s) failed\n", fnq_test_failures);
+    return fnq_test_failures ? 1 : 0;
 }
