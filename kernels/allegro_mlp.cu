@@ -100,7 +100,8 @@ enum fnq_status product(const Gemm<REAL> &g, cublasOperation_t ta, int m, int ro
                               rows, m, k);
         if (Wt) {
             bool done;
-            FNQ_CHECK(gemm_3xtf32(g.s, rows, m, k, A.p, A.ld, Wt, ldwt, beta != 0, C, ldc, &done));
+            FNQ_CUDA_CHECK(
+                gemm_3xtf32(g.s, rows, m, k, A.p, A.ld, Wt, ldwt, beta != 0, C, ldc, &done));
             if (done)
                 return FNQ_STATUS_OK;
         }

@@ -253,25 +253,27 @@ bool gemm_3xtf32_available()
 #endif
 }
 
-enum fnq_status gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
-                            const float *Bt, int ldb, bool add, float *C, int ldc, bool *done)
+cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
+                        const float *Bt, int ldb, bool add, float *C, int ldc, bool *done)
 {
     *done = false;
     const int row_tiles = (rows + kTile - 1) / kTile;
     if (rows <= 0 || n <= 0 || k <= 0 || row_tiles > 65535 || lda % 4 || ldb % 4 ||
         !aligned16(A) || !aligned16(Bt))
-        return FNQ_STATUS_OK;
+        return cudaSuccess;
     CUtensorMap map_a, map_b;
     if (!tile_map(A, rows, k, lda, &map_a) || !tile_map(Bt, n, k, ldb, &map_b))
-        return FNQ_STATUS_OK;
+        return cudaSuccess;
     /* the shared memory beyond 48 KB (per device: asked for at every launch) */
-    FNQ_CUDA_CHECK(cudaFuncSetAttribute(gemm_3xtf32_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    cudaError_t err = cudaFuncSetAttribute(gemm_3xtf32_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (err != cudaSuccess)
+        return err;
     const dim3 grid((n + kTile - 1) / kTile, row_tiles);
     gemm_3xtf32_kernel<<<grid, kThreads, kSmemBytes, s>>>(map_a, map_b, rows, n, k, add, C, ldc);
-    FNQ_CUDA_LAUNCHED();
-    *done = true;
-    return FNQ_STATUS_OK;
+    err = cudaGetLastError();
+    *done = err == cudaSuccess;
+    return err;
 }
 
 } // namespace fnqcu

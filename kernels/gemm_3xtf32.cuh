@@ -16,8 +16,6 @@
 
 #include <cuda_runtime.h>
 
-#include "common.cuh"
-
 namespace fnqcu {
 
 /* whether gemm_3xtf32 runs on the current device: a build with sm_90a code (CMake's
@@ -27,8 +25,9 @@ bool gemm_3xtf32_available();
 /* C (+)= A Bt^T: A rows x k and Bt n x k row-major (leading dimensions lda, ldb), C rows x n
  * (ldc), added to when add. *done is false, nothing launched, where the operands do not suit
  * the tensor memory accelerator (each pointer 16-byte aligned and each leading dimension a
- * multiple of 4) or rows exceed what one launch covers: the caller then uses cuBLAS. */
-enum fnq_status gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
-                            const float *Bt, int ldb, bool add, float *C, int ldc, bool *done);
+ * multiple of 4) or rows exceed what one launch covers: the caller then uses cuBLAS. A CUDA error
+ * is returned, not recorded: the file stands alone (its test links it without the library). */
+cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
+                        const float *Bt, int ldb, bool add, float *C, int ldc, bool *done);
 
 } // namespace fnqcu

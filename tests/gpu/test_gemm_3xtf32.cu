@@ -17,6 +17,13 @@
 #include "fnq_test.h"
 #include "gemm_3xtf32.cuh"
 
+/* gemm_3xtf32 returns a CUDA error (it stands alone, without the library's error state) */
+#define CHECK_CUDA(expr)                                                                         \
+    do {                                                                                        \
+        cudaError_t err_ = (expr);                                                              \
+        CHECK(err_ == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(err_));                  \
+    } while (0)
+
 namespace {
 
 struct Shape {
@@ -66,7 +73,7 @@ void check_shape(const Shape &s)
         v = (float)uniform(&state, -1, 1);
     float *dA = to_device(A), *dB = to_device(Bt), *dC = to_device(C0);
     bool done = false;
-    CHECK_OK(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
+    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
                                 &done));
     CHECK(done, "rows %d n %d k %d: not launched", s.rows, s.n, s.k);
     const std::vector<float> C = from_device(dC, C0.size());
@@ -101,7 +108,7 @@ void check_shape(const Shape &s)
     if (cudaMemcpy(dC, C0.data(), sizeof(float) * C0.size(), cudaMemcpyHostToDevice) !=
         cudaSuccess)
         exit(1);
-    CHECK_OK(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
+    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
                                 &done));
     const std::vector<float> again = from_device(dC, C0.size());
     CHECK(memcmp(again.data(), C.data(), sizeof(float) * C.size()) == 0,
@@ -122,7 +129,7 @@ void check_refused()
                  {"a leading dimension of 66", dA, 66}};
     for (const auto &c : cases) {
         bool done = true;
-        CHECK_OK(fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.lda, dB, 64, false, dC, 64, &done));
+        CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.lda, dB, 64, false, dC, 64, &done));
         CHECK(!done, "%s: launched", c.what);
     }
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "%s", cudaGetErrorString(cudaGetLastError()));
