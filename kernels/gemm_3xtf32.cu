@@ -3,13 +3,16 @@
  * MMA (wgmma) and the tensor memory accelerator (TMA), which exist only in sm_90a code; built
  * for other architectures the kernel is empty and gemm_3xtf32_available() says no.
  *
- * A block computes 128 x 128 of C with two warpgroups of 64 x 128. Stages of 32 values of k
- * flow through a ring of four shared-memory slots, each filled by one thread's TMA copies of
- * A's and Bt's 128 x 32 tiles (128-byte swizzle, the layout wgmma reads) three stages ahead;
- * every thread waits for a stage on its mbarrier, makes lo of an eighth of it at the same
- * offsets (three lo buffers: the other warpgroup may still read the one before), and the
- * warpgroups issue lo hi + hi lo + hi hi for the stage, then add the run into their float32
- * sums. The order of every sum is fixed, so results are bitwise reproducible.
+ * A block computes 128 x 128 of C with three warpgroups: a producer and two consumers of 64 x
+ * 128 each. Stages of 32 values of k flow through a ring of four shared-memory slots, filled
+ * by the producer's thread 0 with TMA copies of A's and Bt's 128 x 32 tiles (128-byte swizzle,
+ * the layout wgmma reads) three stages ahead; the producer's 128 threads make each stage's lo
+ * into a ring of three more slots ahead of the consumers, who only wait for a stage, issue lo
+ * hi + hi lo + hi hi, drain and add the run into their float32 sums. The consumers never wait
+ * for each other or for lo, so one's drain overlaps the other's products (1.8x cuBLAS' float32
+ * GEMM, against 1.6x with lo made by the consumers between their stages: bench/gemm_3xtf32.cu,
+ * bench/results/2026-11-29-h200-gemm-3xtf32-s48.md). The order of every sum is fixed, so
+ * results are bitwise reproducible.
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -23,14 +26,16 @@
 namespace fnqcu {
 namespace {
 
-constexpr int kTile = 128;    /* rows of A and of Bt a block takes (C's tile: 128 x 128) */
-constexpr int kStageK = 32;   /* values of k a stage: 128 bytes, the swizzle's row */
-constexpr int kRing = 4;      /* raw stages in flight */
-constexpr int kLo = 3;        /* lo buffers */
-constexpr int kThreads = 256; /* two warpgroups */
+constexpr int kTile = 128;        /* rows of A and of Bt a block takes (C's tile: 128 x 128) */
+constexpr int kStageK = 32;       /* values of k a stage: 128 bytes, the swizzle's row */
+constexpr int kRing = 4;          /* raw stages (A's and Bt's tiles as loaded) */
+constexpr int kLo = 3;            /* lo stages */
+constexpr int kThreads = 3 * 128; /* the producer warpgroup, two consumers */
 constexpr int kTileWords = kTile * kStageK;
-constexpr int kStageBytes = 2 * kTileWords * 4;                         /* A's and Bt's tiles */
-constexpr int kSmemBytes = (kRing + kLo) * kStageBytes + 1024 + kRing * 8; /* + alignment, bars */
+constexpr int kStageBytes = 2 * kTileWords * 4; /* A's and Bt's tiles */
+constexpr int kChunks = 2 * kTileWords / 4 / 128; /* 16-byte chunks of a stage a producer thread */
+constexpr int kBars = 2 * (kRing + kLo);
+constexpr int kSmemBytes = (kRing + kLo) * kStageBytes + 1024 + kBars * 8; /* + alignment */
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
@@ -101,6 +106,16 @@ __device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity)
                  : "memory");
 }
 
+__device__ __forceinline__ void bar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void bar_init(uint64_t *bar, int arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals));
+}
+
 /* x - (x's top 19 bits), what the tensor core does not read of x (exact), rounded to TF32 to
  * nearest: left to the tensor core's truncation instead, every lo would lose ~2^-11 of itself
  * toward zero, a bias of ~2.4e-7 on every operand that the layers compound (session 47: 1e-6
@@ -113,6 +128,52 @@ __device__ __forceinline__ uint32_t lo_part(uint32_t x)
         : "f"(__uint_as_float(x) - __uint_as_float(x & 0xFFFFE000u)));
     return r;
 }
+
+/* The producer: stage s's TMA copies issued kRing - 1 stages ahead (thread 0), its lo made by
+ * all 128 threads into lo slot s % kLo once the consumers are done with stage s - kLo */
+__device__ __forceinline__ void produce(const CUtensorMap *map_a, const CUtensorMap *map_b,
+                                       float *raw, float *lo, uint64_t *full, uint64_t *raw_empty,
+                                       uint64_t *lo_full, uint64_t *lo_empty, int m0, int n0,
+                                       int steps)
+{
+    auto issue = [&](int s) {
+        float *a = raw + (s % kRing) * 2 * kTileWords;
+        uint64_t *bar = full + s % kRing;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                         smem_addr(bar)),
+                     "r"(kStageBytes)
+                     : "memory");
+        tma_load(a, map_a, s * kStageK, m0, bar);
+        tma_load(a + kTileWords, map_b, s * kStageK, n0, bar);
+    };
+    if (threadIdx.x == 0)
+        for (int s = 0; s < kRing - 1 && s < steps; s++)
+            issue(s);
+    for (int s = 0; s < steps; s++) {
+        if (s >= kLo)
+            bar_wait(lo_empty + s % kLo, ((s - kLo) / kLo) & 1);
+        bar_wait(full + s % kRing, (s / kRing) & 1);
+        const uint4 *a = reinterpret_cast<const uint4 *>(raw + (s % kRing) * 2 * kTileWords);
+        uint4 *l = reinterpret_cast<uint4 *>(lo + (s % kLo) * 2 * kTileWords);
+        uint4 x[kChunks]; /* every load in flight at once: one warp a scheduler */
+#pragma unroll
+        for (int h = 0; h < kChunks; h++)
+            x[h] = a[threadIdx.x + h * 128];
+#pragma unroll
+        for (int h = 0; h < kChunks; h++)
+            l[threadIdx.x + h * 128] = make_uint4(lo_part(x[h].x), lo_part(x[h].y),
+                                                  lo_part(x[h].z), lo_part(x[h].w));
+        fence_proxy_async();
+        bar_arrive(lo_full + s % kLo);
+        /* then, off lo's path: the copy kRing - 1 stages ahead, into stage s - 1's slot once
+         * the consumers are done with it */
+        if (threadIdx.x == 0 && s + kRing - 1 < steps) {
+            if (s >= 1)
+                bar_wait(raw_empty + (s - 1) % kRing, ((s - 1) / kRing) & 1);
+            issue(s + kRing - 1);
+        }
+    }
+}
 #endif
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -124,77 +185,54 @@ __global__ void __launch_bounds__(kThreads, 1)
     extern __shared__ uint8_t smem[];
     uint8_t *base = (uint8_t *)(((uintptr_t)smem + 1023) & ~(uintptr_t)1023); /* swizzle atoms */
     float *raw = (float *)base, *lo = raw + kRing * 2 * kTileWords; /* [slot][A, Bt] */
-    uint64_t *full = (uint64_t *)(base + (kRing + kLo) * kStageBytes);
+    uint64_t *full = (uint64_t *)(lo + kLo * 2 * kTileWords), *raw_empty = full + kRing;
+    uint64_t *lo_full = raw_empty + kRing, *lo_empty = lo_full + kLo;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wg = warp / 4;
     const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
     const int steps = (k + kStageK - 1) / kStageK;
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0) { /* the empties: one arrival from each of the 8 consumer warps */
         for (int i = 0; i < kRing; i++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(full + i)));
+            bar_init(full + i, 1), bar_init(raw_empty + i, 8);
+        for (int i = 0; i < kLo; i++)
+            bar_init(lo_full + i, 128), bar_init(lo_empty + i, 8);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    auto issue = [&](int s) {
-        if (threadIdx.x == 0 && s < steps) {
-            float *a = raw + (s % kRing) * 2 * kTileWords;
-            uint64_t *bar = full + s % kRing;
-            fence_proxy_async(); /* the threads' reads of the slot before TMA's writes */
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                             smem_addr(bar)),
-                         "r"(kStageBytes)
-                         : "memory");
-            tma_load(a, &map_a, s * kStageK, m0, bar);
-            tma_load(a + kTileWords, &map_b, s * kStageK, n0, bar);
-        }
-    };
-    auto make_lo = [&](int s) {
+    if (warp < 4) {
+        produce(&map_a, &map_b, raw, lo, full, raw_empty, lo_full, lo_empty, m0, n0, steps);
+        return;
+    }
+    const int row0 = ((warp - 4) / 4) * 64; /* this consumer's 64 rows of the tile */
+    float d[64], acc[64] = {};
+    for (int s = 0; s < steps; s++) {
         bar_wait(full + s % kRing, (s / kRing) & 1);
-        const uint4 *a = reinterpret_cast<const uint4 *>(raw + (s % kRing) * 2 * kTileWords);
-        uint4 *l = reinterpret_cast<uint4 *>(lo + (s % kLo) * 2 * kTileWords);
-#pragma unroll
-        for (int h = 0; h < 2 * kTileWords / 4 / kThreads; h++) {
-            const int q = threadIdx.x + h * kThreads;
-            const uint4 x = a[q];
-            l[q] = make_uint4(lo_part(x.x), lo_part(x.y), lo_part(x.z), lo_part(x.w));
-        }
-        fence_proxy_async();
-    };
-    float d[64] = {}, acc[64] = {};
-    auto products = [&](int s) { /* issued, left running */
-        const int rows_at = wg * 64 * kStageK; /* this warpgroup's 64 rows of A */
+        bar_wait(lo_full + s % kLo, (s / kLo) & 1);
         const float *ah = raw + (s % kRing) * 2 * kTileWords, *bh = ah + kTileWords;
         const float *al = lo + (s % kLo) * 2 * kTileWords, *bl = al + kTileWords;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < kStageK / 8; kk++) { /* 8 values of k: 32 bytes along a row */
-            const uint64_t a_hi = desc_sw128(ah + rows_at + 8 * kk), b_hi = desc_sw128(bh + 8 * kk);
-            const uint64_t a_lo = desc_sw128(al + rows_at + 8 * kk), b_lo = desc_sw128(bl + 8 * kk);
+            const int a_at = row0 * kStageK + 8 * kk;
+            const uint64_t a_hi = desc_sw128(ah + a_at), b_hi = desc_sw128(bh + 8 * kk);
+            const uint64_t a_lo = desc_sw128(al + a_at), b_lo = desc_sw128(bl + 8 * kk);
             mma_64x128x8(d, a_lo, b_hi, kk > 0);
             mma_64x128x8(d, a_hi, b_lo, 1);
             mma_64x128x8(d, a_hi, b_hi, 1);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    };
-    for (int s = 0; s < kRing - 1; s++)
-        issue(s);
-    make_lo(0);
-    __syncthreads();
-    for (int s = 0; s < steps; s++) {
-        products(s);
-        if (s + 1 < steps)
-            make_lo(s + 1);
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         fence_operands(d);
+        if (lane == 0) { /* this warp's reads of both slots are done */
+            bar_arrive(raw_empty + s % kRing);
+            bar_arrive(lo_empty + s % kLo);
+        }
 #pragma unroll
         for (int q = 0; q < 64; q++)
             acc[q] += d[q];
-        __syncthreads(); /* stage s done everywhere: its slot is free, s + 1's lo visible */
-        issue(s + kRing - 1);
     }
     /* the m64n128 accumulator's layout: a warp's rows g and g + 8 of its 16, columns 8j + 2t
      * and 8j + 2t + 1 */
-    const int g = lane / 4, t = lane % 4, r0 = m0 + wg * 64 + (warp % 4) * 16 + g;
+    const int g = lane / 4, t = lane % 4, r0 = m0 + row0 + (warp % 4) * 16 + g;
 #pragma unroll
     for (int q = 0; q < 64; q++) {
         const int r = r0 + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;

@@ -109,7 +109,7 @@ if [[ $parts == *" sanitize "* ]]; then
   rc=0
   timeout 600 compute-sanitizer --tool racecheck --error-exitcode 99 \
     build-gpu/tests/gpu_gemm_3xtf32 > "$OUT/gemm-racecheck.log" 2>&1 || rc=$?
-  echo "gemm_3xtf32 racecheck rc $rc $(grep -E "ERROR SUMMARY" "$OUT/gemm-racecheck.log" | tail -1)"
+  echo "gemm_3xtf32 racecheck rc $rc $(grep -E "RACECHECK SUMMARY" "$OUT/gemm-racecheck.log" | tail -1)"
 fi
 
 if [[ $parts == *" peer "* ]]; then
