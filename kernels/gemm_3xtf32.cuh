@@ -7,9 +7,9 @@
  * 19 bits) and lo = x - those bits (exact) rounded to TF32, and C = A_lo B_hi + A_hi B_lo +
  * A_hi B_hi is summed on the tensor cores in runs of 32 values of k, each run added to the
  * float32 sum outside them: largest error 4-5e-7 relative on the Allegro engine's shapes
- * against cuBLAS' float32 1e-6, at 1.25-1.8x its speed on an H200; but the tensor core's
+ * against cuBLAS' float32 1e-6, at 1.45-1.8x its speed on an H200; but the tensor core's
  * accumulation truncates, so sums shrink toward zero by ~2.7e-7 on average (cuBLAS ~1e-9)
- * (bench/gemm_3xtf32.cu, bench/results/2026-11-29-h200-gemm-3xtf32-s47.md).
+ * (bench/gemm_3xtf32.cu, bench/results/2026-11-29-h200-gemm-3xtf32-s47.md and -s48.md).
  * Deterministic: every value of C is summed in one order, whatever the launch.
  */
 #pragma once
