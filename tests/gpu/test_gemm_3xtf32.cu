@@ -73,8 +73,8 @@ void check_shape(const Shape &s)
         v = (float)uniform(&state, -1, 1);
     float *dA = to_device(A), *dB = to_device(Bt), *dC = to_device(C0);
     bool done = false;
-    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
-                                &done));
+    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC,
+                                  s.ldc, &done));
     CHECK(done, "rows %d n %d k %d: not launched", s.rows, s.n, s.k);
     const std::vector<float> C = from_device(dC, C0.size());
     double worst = 0, scale = 0, toward_zero = 0, magnitude = 0;
@@ -108,8 +108,8 @@ void check_shape(const Shape &s)
     if (cudaMemcpy(dC, C0.data(), sizeof(float) * C0.size(), cudaMemcpyHostToDevice) !=
         cudaSuccess)
         exit(1);
-    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC, s.ldc,
-                                &done));
+    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC,
+                                  s.ldc, &done));
     const std::vector<float> again = from_device(dC, C0.size());
     CHECK(memcmp(again.data(), C.data(), sizeof(float) * C.size()) == 0,
           "rows %d n %d k %d: a second call differs", s.rows, s.n, s.k);
@@ -129,7 +129,8 @@ void check_refused()
                  {"a leading dimension of 66", dA, 66}};
     for (const auto &c : cases) {
         bool done = true;
-        CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.lda, dB, 64, false, dC, 64, &done));
+        CHECK_CUDA(
+            fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.lda, dB, 64, false, dC, 64, &done));
         CHECK(!done, "%s: launched", c.what);
     }
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "%s", cudaGetErrorString(cudaGetLastError()));
