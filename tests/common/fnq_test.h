@@ -1,6 +1,7 @@
 /*
- * fnq_test.h: helpers for the C tests (and C++/CUDA ones: the allocations are cast): model lookup with a clean skip, a deterministic random
- * generator, structure builders and a check macro that counts failures.
+ * fnq_test.h: helpers for the C tests (and C++/CUDA ones: the allocations are cast): model
+ * lookup with a clean skip, a deterministic random generator, structure builders and a check
+ * macro that counts failures.
  * Tests return 0 (pass), 1 (fail) or 77 (skipped: CTest's SKIP_RETURN_CODE).
  */
 #pragma once
