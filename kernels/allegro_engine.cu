@@ -41,7 +41,8 @@ constexpr double kChunkBytes = 8.0 * (1 << 30);
 /* one chunk's per-edge and per-centre arrays (carve_arena) */
 template <typename REAL> struct ChunkArrays {
     REAL *Y, *basis, *dbasis, *z0, *z, *two_pre, *w, *te_pre, *fp_pre, *X, *scal, *ro_pre, *eps,
-        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none, *split;
+        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none, *split,
+        *work_lo;
     REAL *omega[FNQ_ALLEGRO_MAX_LAYERS], *V[FNQ_ALLEGRO_MAX_LAYERS + 1],
         *lat_pre[FNQ_ALLEGRO_MAX_LAYERS], *G[FNQ_ALLEGRO_MAX_LAYERS], *gV[2];
 };
@@ -225,7 +226,7 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
         return fnq__fail(FNQ_STATUS_DEVICE, "cuBLAS could not be initialised on device %d",
                          s->device);
     cublasSetStream(s->blas, s->stream);
-    s->gemm = {s->blas, s->stream, s->tf32, nullptr, s->tensor_cores};
+    s->gemm = {s->blas, s->stream, s->tf32, nullptr, s->tensor_cores, nullptr};
     /* cuBLAS' choice of algorithm is deterministic; pedantic: float32 GEMMs stay float32
      * whatever NVIDIA_TF32_OVERRIDE says (the 3xTF32 GEMMs name their compute type) */
     cublasSetMathMode(s->blas, s->tf32 ? CUBLAS_DEFAULT_MATH : CUBLAS_PEDANTIC_MATH);
@@ -315,6 +316,7 @@ int64_t carve_arena(const Engine<REAL> *s, REAL *base, int64_t E, int64_t C, Chu
     c->gG = take(C, s->U * s->nsh);
     c->none = c->work; /* pre-activations of a one-layer MLP: none are written */
     c->split = s->tf32 ? take(E, 3 * s->max_dim) : nullptr;
+    c->work_lo = s->tensor_cores ? take(E, 2 * s->width) : nullptr; /* the work arrays' lo */
     return at;
 }
 
@@ -370,7 +372,7 @@ enum fnq_status size_chunks(Engine<REAL> *s, int64_t E, int64_t n, int64_t max_d
     }
     s->chunk_edges = e_cap, s->chunk_centres = c_cap;
     carve_arena(s, s->arena, e_cap, c_cap, &s->a);
-    s->gemm.split = s->a.split;
+    s->gemm.split = s->a.split, s->gemm.lo = s->a.work_lo;
     return FNQ_STATUS_OK;
 }
 

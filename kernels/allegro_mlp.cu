@@ -84,29 +84,35 @@ __global__ void split_kernel(int cols, const float *x, int ld, float *t)
         put_triple(xr[c], tr + 3 * c);
 }
 
+/* gemm_3xtf32's operand Bt: op(W block) as m x k row-major (leading dimension ldb) and its lo */
+template <typename REAL> struct TensorCoreB {
+    const REAL *bt = nullptr, *bt_lo = nullptr;
+    int ldb = 0;
+};
+
 /* C (+)= op(W block) A for `rows` rows: exact, or (A3: A's triples, W3 its block's triples,
- * ldw3 their leading dimension) as the 3xTF32 sum in one TF32 GEMM, or (Wt: op(W block) as
- * m x k row-major, leading dimension ldwt) by gemm_3xtf32 where the operands suit it */
+ * ldw3 their leading dimension) as the 3xTF32 sum in one TF32 GEMM, or by gemm_3xtf32 (tc.bt
+ * set) where the operands suit it, A's lo and the block's from memory where they are there */
 template <typename REAL>
 enum fnq_status product(const Gemm<REAL> &g, cublasOperation_t ta, int m, int rows, int k,
-                        const REAL *W, int ldw, const REAL *W3, int ldw3, const REAL *Wt,
-                        int ldwt, const Cols<REAL> &A, const REAL *A3, REAL beta, REAL *C,
-                        int ldc)
+                        const REAL *W, int ldw, const REAL *W3, int ldw3,
+                        const TensorCoreB<REAL> &tc, const Cols<REAL> &A, const REAL *A3,
+                        REAL beta, REAL *C, int ldc)
 {
     if constexpr (sizeof(REAL) == sizeof(float)) {
         if (A3)
             return blas_check(gemm_tf32(g.h, ta, m, rows, 3 * k, W3, ldw3, A3, 3 * k, beta, C,
                                         ldc),
                               rows, m, k);
-        if (Wt) {
+        if (tc.bt) {
             bool done;
-            FNQ_CUDA_CHECK(
-                gemm_3xtf32(g.s, rows, m, k, A.p, A.ld, Wt, ldwt, beta != 0, C, ldc, &done));
+            FNQ_CUDA_CHECK(gemm_3xtf32(g.s, rows, m, k, A.p, A.lo, A.ld, tc.bt, tc.bt_lo, tc.ldb,
+                                       beta != 0, C, ldc, &done));
             if (done)
                 return FNQ_STATUS_OK;
         }
     }
-    (void)W3, (void)ldw3, (void)A3, (void)Wt, (void)ldwt;
+    (void)W3, (void)ldw3, (void)A3, (void)tc;
     return blas_check(gemm(g.h, ta, m, rows, k, W, ldw, A.p, A.ld, beta, C, ldc), rows, m, k);
 }
 
@@ -150,12 +156,15 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
             const int64_t at3 = fwd ? 3 * (int64_t)xo * ldw + yo : (int64_t)yo * ldw3 + 3 * xo;
             const REAL beta = (a > 0 || (add && add[b])) ? REAL(1) : REAL(0);
             /* the block as gemm_3xtf32's Bt (y's columns x x's): W^T's (forward), W's own */
-            const REAL *wt = !g.tensor_cores ? nullptr
-                             : fwd          ? m.wt[k] + (int64_t)yo * m.dim[k] + xo
-                                            : m.w[k] + at;
+            TensorCoreB<REAL> tc;
+            if (g.tensor_cores) {
+                const int64_t at_t = (int64_t)yo * m.dim[k] + xo;
+                tc = fwd ? TensorCoreB<REAL>{m.wt[k] + at_t, m.wt_lo[k] + at_t, m.dim[k]}
+                         : TensorCoreB<REAL>{m.w[k] + at, m.w_lo[k] + at, ldw};
+            }
             FNQ_CHECK(product(g, op, y[b].cols, rows, x[a].cols, m.w[k] + at, ldw,
-                              w3 ? w3 + at3 : nullptr, ldw3, wt, fwd ? m.dim[k] : ldw, x[a], a3,
-                              beta, y[b].p, y[b].ld));
+                              w3 ? w3 + at3 : nullptr, ldw3, tc, x[a], a3, beta, y[b].p,
+                              y[b].ld));
             yo += y[b].cols;
         }
         xo += x[a].cols;
@@ -163,39 +172,70 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
     return FNQ_STATUS_OK;
 }
 
+/* the TF32 part of x (round to nearest, ties away: PTX cvt.rna.tf32.f32) */
+__host__ __device__ __forceinline__ float tf32_part(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
+        u = (u + 0x1000u) & 0xffffe000u;
+    float h;
+    memcpy(&h, &u, 4);
+    return h;
+}
+
+/* gemm_3xtf32's lo of x: what the tensor core does not read of it (x less its top 19 bits,
+ * exact) rounded to TF32, the same bits as its own; made once for the weights, by the
+ * activations for their outputs */
+__host__ __device__ __forceinline__ float lo_part(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= 0xffffe000u;
+    float top;
+    memcpy(&top, &u, 4);
+    return tf32_part(x - top);
+}
+
 /* h = act(pre) (forward), or h *= act'(pre) where h holds the gradient (backward); a block a
  * row (blockIdx.x), so no thread divides a 64-bit index. With t3 (the 3xTF32 GEMMs) the
- * result goes to t3 as triples instead, the next GEMM's operand: h is not written. */
+ * result goes to t3 as triples instead, the next GEMM's operand: h is not written. With lo
+ * (gemm_3xtf32) the result's lo goes beside it, laid out as h, for the next GEMM to read. */
 template <typename REAL>
 __global__ void act_kernel(int cols, REAL *h, const REAL *pre, int ld_pre, int kind, REAL scale,
-                           int backward, float *t3)
+                           int backward, float *t3, float *lo)
 {
     REAL *hr = h + (int64_t)blockIdx.x * cols;
     const REAL *pr = pre + (int64_t)blockIdx.x * ld_pre;
     float *tr = t3 ? t3 + (int64_t)blockIdx.x * 3 * cols : nullptr;
+    float *lr = lo ? lo + (int64_t)blockIdx.x * cols : nullptr;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
         const REAL v = backward ? hr[c] * act_deriv<REAL>(kind, scale, pr[c])
                                 : act_apply<REAL>(kind, scale, pr[c]);
-        if (tr)
+        if (tr) {
             put_triple((float)v, tr + 3 * c);
-        else
-            hr[c] = v;
+            continue;
+        }
+        hr[c] = v;
+        if (lr)
+            lr[c] = lo_part((float)v);
     }
 }
 
 /* the activation over rows x cols (act_kernel); *x the result as the next GEMM's operand: h,
- * or with the 3xTF32 GEMMs its triples in g.split */
+ * or with the 3xTF32 GEMMs its triples in g.split; lo (gemm_3xtf32, may be null): where h's
+ * lo goes */
 template <typename REAL>
 enum fnq_status activation(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows, int cols, REAL *h,
-                           const REAL *pre, int backward, Cols<REAL> *x)
+                           const REAL *pre, int backward, REAL *lo, Cols<REAL> *x)
 {
-    float *t3 = nullptr;
+    float *t3 = nullptr, *lo32 = nullptr;
     if constexpr (sizeof(REAL) == sizeof(float))
-        t3 = g.tf32 ? g.split : nullptr;
+        t3 = g.tf32 ? g.split : nullptr, lo32 = lo;
     act_kernel<<<rows, cols < 256 ? 128 : 256, 0, g.s>>>(cols, h, pre, m.n_pre, m.act_kind,
-                                                          m.act_scale, backward, t3);
+                                                          m.act_scale, backward, t3, lo32);
     FNQ_CUDA_LAUNCHED();
-    *x = {h, cols, cols, reinterpret_cast<const REAL *>(t3)};
+    *x = {h, cols, cols, reinterpret_cast<const REAL *>(t3), lo32 ? lo : nullptr};
     return FNQ_STATUS_OK;
 }
 
@@ -207,18 +247,6 @@ template <typename REAL> enum fnq_status to_device(const std::vector<REAL> &host
     FNQ_CUDA_CHECK(cudaMemcpy(*d, host.data(), sizeof(REAL) * host.size(),
                               cudaMemcpyHostToDevice));
     return FNQ_STATUS_OK;
-}
-
-/* the TF32 part of x (round to nearest, ties away: PTX cvt.rna.tf32.f32), on the host */
-float tf32_part(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
-        u = (u + 0x1000u) & 0xffffe000u;
-    float h;
-    memcpy(&h, &u, 4);
-    return h;
 }
 
 template <typename REAL>
@@ -237,12 +265,13 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, in
     for (int k = 0; k < src->n_layers; k++) {
         const int ni = src->dim[k], no = src->dim[k + 1];
         std::vector<REAL> host((size_t)ni * no), w3(3 * host.size()), w3t(3 * host.size());
-        std::vector<REAL> wt(host.size());
+        std::vector<REAL> wt(host.size()), w_lo(host.size()), wt_lo(host.size());
         for (int r = 0; r < ni; r++)
             for (int c = 0; c < no; c++) {
                 const size_t q = (size_t)r * no + c;
                 host[q] = (REAL)src->w[k][q];
                 wt[(size_t)c * ni + r] = host[q];
+                w_lo[q] = wt_lo[(size_t)c * ni + r] = (REAL)lo_part((float)host[q]);
                 const REAL hi = (REAL)tf32_part((float)host[q]), part[3] = {host[q] - hi, hi, hi};
                 for (int t = 0; t < 3; t++) {
                     w3[((size_t)r * 3 + t) * no + c] = part[t];
@@ -254,8 +283,11 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, in
             FNQ_CHECK(to_device(w3, &dst->w3[k]));
             FNQ_CHECK(to_device(w3t, &dst->w3t[k]));
         }
-        if (with_wt)
+        if (with_wt) {
             FNQ_CHECK(to_device(wt, &dst->wt[k]));
+            FNQ_CHECK(to_device(w_lo, &dst->w_lo[k]));
+            FNQ_CHECK(to_device(wt_lo, &dst->wt_lo[k]));
+        }
     }
     return FNQ_STATUS_OK;
 }
@@ -264,7 +296,8 @@ template <typename REAL> void mlp_release(Mlp<REAL> *m)
 {
     for (int k = 0; k < FNQ_ALLEGRO_MAX_MLP; k++) {
         cudaFree(m->w[k]), cudaFree(m->w3[k]), cudaFree(m->w3t[k]), cudaFree(m->wt[k]);
-        m->w[k] = m->w3[k] = m->w3t[k] = m->wt[k] = nullptr;
+        cudaFree(m->w_lo[k]), cudaFree(m->wt_lo[k]);
+        m->w[k] = m->w3[k] = m->w3t[k] = m->wt[k] = m->w_lo[k] = m->wt_lo[k] = nullptr;
     }
 }
 
@@ -284,7 +317,7 @@ enum fnq_status mlp_forward(const Gemm<REAL> &g, const Mlp<REAL> &m, int rows,
             return gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, out, nullptr, n_out);
         const Cols<REAL> p = {pre + off, m.n_pre, no};
         FNQ_CHECK(gemm_blocks(g, m, k, CUBLAS_OP_N, rows, x, nx, &p, nullptr, 1));
-        FNQ_CHECK(activation(g, m, rows, no, work, p.p, 0, &hidden));
+        FNQ_CHECK(activation(g, m, rows, no, work, p.p, 0, g.lo, &hidden));
         x = &hidden, nx = 1, off += no;
     }
     return FNQ_STATUS_OK;
@@ -308,7 +341,8 @@ enum fnq_status mlp_backward(const Gemm<REAL> &gm, const Mlp<REAL> &m, int rows,
         t = {work + (int64_t)(k & 1) * rows * width, ni, ni};
         FNQ_CHECK(gemm_blocks(gm, m, k, CUBLAS_OP_T, rows, g, ng, &t, nullptr, 1));
         off -= ni; /* layer k's input is act(the pre-activations of hidden layer k) */
-        FNQ_CHECK(activation(gm, m, rows, ni, t.p, pre + off, 1, &next));
+        REAL *lo = gm.lo ? gm.lo + (int64_t)(k & 1) * rows * width : nullptr;
+        FNQ_CHECK(activation(gm, m, rows, ni, t.p, pre + off, 1, lo, &next));
         g = &next, ng = 1;
     }
     return FNQ_STATUS_OK;

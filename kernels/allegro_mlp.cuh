@@ -31,17 +31,20 @@ template <typename REAL> struct Mlp {
     REAL *w[FNQ_ALLEGRO_MAX_MLP] = {};
     REAL *w3[FNQ_ALLEGRO_MAX_MLP] = {}, *w3t[FNQ_ALLEGRO_MAX_MLP] = {};
     REAL *wt[FNQ_ALLEGRO_MAX_MLP] = {}; /* W^T [dim[k+1]][dim[k]]: the forward's Bt (gemm_3xtf32) */
+    REAL *wt_lo[FNQ_ALLEGRO_MAX_MLP] = {}, *w_lo[FNQ_ALLEGRO_MAX_MLP] = {}; /* their lo's */
     int act_kind = 0;
     REAL act_scale = 1;
     int n_pre = 0; /* hidden pre-activations per row: dim[1] + ... + dim[K-1] */
 };
 
 /* A column range of a row-major array: row r's values at p + r * ld, `cols` of them; split:
- * the range's 3xTF32 triples where an activation already wrote them (rows x 3 cols), or null */
+ * the range's 3xTF32 triples where an activation already wrote them (rows x 3 cols), or null;
+ * lo: the range's lo for gemm_3xtf32 where an activation wrote it (laid out as p), or null */
 template <typename REAL> struct Cols {
     REAL *p;
     int ld, cols;
     const REAL *split = nullptr;
+    const REAL *lo = nullptr;
 };
 
 /* How the GEMMs run. tf32 (float32 only, FNQ_TF32=1): on tensor cores with the 3xTF32 split,
@@ -55,9 +58,12 @@ template <typename REAL> struct Gemm {
     int tf32;
     REAL *split;
     int tensor_cores; /* float32: gemm_3xtf32 (gemm_3xtf32.cuh) where the operands suit it */
+    REAL *lo;         /* with tensor_cores: 2 x rows x (the widest hidden layer) values, where
+                         the activations write their outputs' lo (laid out as the work arrays) */
 };
 
-/* with_split: also the weights' TF32 parts (the 3xTF32 GEMMs); with_wt: W^T (gemm_3xtf32) */
+/* with_split: also the weights' TF32 parts (the 3xTF32 GEMMs); with_wt: W^T and the lo's of
+ * W and W^T (gemm_3xtf32) */
 template <typename REAL>
 enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, int with_wt,
                            Mlp<REAL> *dst);

@@ -6,13 +6,15 @@
  * A block computes 128 x 128 of C with three warpgroups: a producer and two consumers of 64 x
  * 128 each. Stages of 32 values of k flow through a ring of four shared-memory slots, filled
  * by the producer's thread 0 with TMA copies of A's and Bt's 128 x 32 tiles (128-byte swizzle,
- * the layout wgmma reads) three stages ahead; the producer's 128 threads make each stage's lo
- * into a ring of three more slots ahead of the consumers, who only wait for a stage, issue lo
- * hi + hi lo + hi hi, drain and add the run into their float32 sums. The consumers never wait
- * for each other or for lo, so one's drain overlaps the other's products (1.8x cuBLAS' float32
- * GEMM, against 1.6x with lo made by the consumers between their stages: bench/gemm_3xtf32.cu,
+ * the layout wgmma reads) three stages ahead; each stage's lo goes into a ring of three more
+ * slots ahead of the consumers, copied by TMA where the caller has it in memory (the weights',
+ * an activation's) and made by the producer's 128 threads otherwise. The consumers only wait
+ * for a stage, issue lo hi + hi lo + hi hi, drain and add the run into their float32 sums;
+ * they never wait for each other or for lo, so one's drain overlaps the other's products
+ * (1.8x cuBLAS' float32 GEMM with lo made here, 2.0x with both from memory, against 1.6x with
+ * lo made by the consumers between their stages: bench/gemm_3xtf32.cu,
  * bench/results/2026-11-29-h200-gemm-3xtf32-s48.md). The order of every sum is fixed, so
- * results are bitwise reproducible.
+ * results are bitwise reproducible, wherever lo comes from.
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -36,6 +38,11 @@ constexpr int kStageBytes = 2 * kTileWords * 4; /* A's and Bt's tiles */
 constexpr int kChunks = 2 * kTileWords / 4 / 128; /* 16-byte chunks of a stage a producer thread */
 constexpr int kBars = 2 * (kRing + kLo);
 constexpr int kSmemBytes = (kRing + kLo) * kStageBytes + 1024 + kBars * 8; /* + alignment */
+
+/* The tile maps of a launch: A's and Bt's, and their lo's where they come from memory */
+struct Maps {
+    CUtensorMap a, bt, a_lo, bt_lo;
+};
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
@@ -129,12 +136,13 @@ __device__ __forceinline__ uint32_t lo_part(uint32_t x)
     return r;
 }
 
-/* The producer: stage s's TMA copies issued kRing - 1 stages ahead (thread 0), its lo made by
- * all 128 threads into lo slot s % kLo once the consumers are done with stage s - kLo */
-__device__ __forceinline__ void produce(const CUtensorMap *map_a, const CUtensorMap *map_b,
-                                       float *raw, float *lo, uint64_t *full, uint64_t *raw_empty,
-                                       uint64_t *lo_full, uint64_t *lo_empty, int m0, int n0,
-                                       int steps)
+/* The producer: stage s's TMA copies issued kRing - 1 stages ahead (thread 0); its lo into lo
+ * slot s % kLo once the consumers are done with stage s - kLo: copied from memory (A_LO,
+ * BT_LO: the bytes expected on lo_full before the copies) or made by all 128 threads */
+template <bool A_LO, bool BT_LO>
+__device__ __forceinline__ void produce(const Maps &maps, float *raw, float *lo, uint64_t *full,
+                                       uint64_t *raw_empty, uint64_t *lo_full,
+                                       uint64_t *lo_empty, int m0, int n0, int steps)
 {
     auto issue = [&](int s) {
         float *a = raw + (s % kRing) * 2 * kTileWords;
@@ -143,8 +151,19 @@ __device__ __forceinline__ void produce(const CUtensorMap *map_a, const CUtensor
                          smem_addr(bar)),
                      "r"(kStageBytes)
                      : "memory");
-        tma_load(a, map_a, s * kStageK, m0, bar);
-        tma_load(a + kTileWords, map_b, s * kStageK, n0, bar);
+        tma_load(a, &maps.a, s * kStageK, m0, bar);
+        tma_load(a + kTileWords, &maps.bt, s * kStageK, n0, bar);
+    };
+    /* lo of chunks [from, from + kChunks / 2) of raw stage a into l */
+    auto make = [](const uint4 *a, uint4 *l, int from) {
+        uint4 x[kChunks / 2]; /* every load in flight at once: one warp a scheduler */
+#pragma unroll
+        for (int h = 0; h < kChunks / 2; h++)
+            x[h] = a[threadIdx.x + (from + h) * 128];
+#pragma unroll
+        for (int h = 0; h < kChunks / 2; h++)
+            l[threadIdx.x + (from + h) * 128] = make_uint4(lo_part(x[h].x), lo_part(x[h].y),
+                                                           lo_part(x[h].z), lo_part(x[h].w));
     };
     if (threadIdx.x == 0)
         for (int s = 0; s < kRing - 1 && s < steps; s++)
@@ -152,18 +171,26 @@ __device__ __forceinline__ void produce(const CUtensorMap *map_a, const CUtensor
     for (int s = 0; s < steps; s++) {
         if (s >= kLo)
             bar_wait(lo_empty + s % kLo, ((s - kLo) / kLo) & 1);
-        bar_wait(full + s % kRing, (s / kRing) & 1);
-        const uint4 *a = reinterpret_cast<const uint4 *>(raw + (s % kRing) * 2 * kTileWords);
-        uint4 *l = reinterpret_cast<uint4 *>(lo + (s % kLo) * 2 * kTileWords);
-        uint4 x[kChunks]; /* every load in flight at once: one warp a scheduler */
-#pragma unroll
-        for (int h = 0; h < kChunks; h++)
-            x[h] = a[threadIdx.x + h * 128];
-#pragma unroll
-        for (int h = 0; h < kChunks; h++)
-            l[threadIdx.x + h * 128] = make_uint4(lo_part(x[h].x), lo_part(x[h].y),
-                                                  lo_part(x[h].z), lo_part(x[h].w));
-        fence_proxy_async();
+        float *l = lo + (s % kLo) * 2 * kTileWords;
+        if ((A_LO || BT_LO) && threadIdx.x == 0) {
+            uint64_t *bar = lo_full + s % kLo;
+            asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)),
+                         "r"((A_LO + BT_LO) * kStageBytes / 2)
+                         : "memory");
+            if (A_LO)
+                tma_load(l, &maps.a_lo, s * kStageK, m0, bar);
+            if (BT_LO)
+                tma_load(l + kTileWords, &maps.bt_lo, s * kStageK, n0, bar);
+        }
+        if (!A_LO || !BT_LO) {
+            bar_wait(full + s % kRing, (s / kRing) & 1);
+            const uint4 *a = reinterpret_cast<const uint4 *>(raw + (s % kRing) * 2 * kTileWords);
+            if (!A_LO)
+                make(a, reinterpret_cast<uint4 *>(l), 0);
+            if (!BT_LO)
+                make(a, reinterpret_cast<uint4 *>(l), kChunks / 2);
+            fence_proxy_async();
+        }
         bar_arrive(lo_full + s % kLo);
         /* then, off lo's path: the copy kRing - 1 stages ahead, into stage s - 1's slot once
          * the consumers are done with it */
@@ -174,11 +201,27 @@ __device__ __forceinline__ void produce(const CUtensorMap *map_a, const CUtensor
         }
     }
 }
+
+/* C (+)= the tile: acc is a warp's 16 rows of its warpgroup's m64n128 accumulator, rows g and
+ * g + 8, columns 8j + 2t and 8j + 2t + 1 */
+__device__ __forceinline__ void store(const float (&acc)[64], int r0, int n0, int rows, int n,
+                                     bool add, float *C, int ldc)
+{
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int q = 0; q < 64; q++) {
+        const int r = r0 + g + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;
+        if (r < rows && c < n) {
+            float *out = C + (int64_t)r * ldc + c;
+            *out = add ? *out + acc[q] : acc[q];
+        }
+    }
+}
 #endif
 
+template <bool A_LO, bool BT_LO>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_3xtf32_kernel(const __grid_constant__ CUtensorMap map_a,
-                       const __grid_constant__ CUtensorMap map_b, int rows, int n, int k, int add,
+    gemm_3xtf32_kernel(const __grid_constant__ Maps maps, int rows, int n, int k, int add,
                        float *C, int ldc)
 {
 #ifdef FNQ_SM90A
@@ -199,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();
     if (warp < 4) {
-        produce(&map_a, &map_b, raw, lo, full, raw_empty, lo_full, lo_empty, m0, n0, steps);
+        produce<A_LO, BT_LO>(maps, raw, lo, full, raw_empty, lo_full, lo_empty, m0, n0, steps);
         return;
     }
     const int row0 = ((warp - 4) / 4) * 64; /* this consumer's 64 rows of the tile */
@@ -230,17 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int q = 0; q < 64; q++)
             acc[q] += d[q];
     }
-    /* the m64n128 accumulator's layout: a warp's rows g and g + 8 of its 16, columns 8j + 2t
-     * and 8j + 2t + 1 */
-    const int g = lane / 4, t = lane % 4, r0 = m0 + row0 + (warp % 4) * 16 + g;
-#pragma unroll
-    for (int q = 0; q < 64; q++) {
-        const int r = r0 + 8 * ((q / 2) % 2), c = n0 + 8 * (q / 4) + 2 * t + q % 2;
-        if (r < rows && c < n) {
-            float *out = C + (int64_t)r * ldc + c;
-            *out = add ? *out + acc[q] : acc[q];
-        }
-    }
+    store(acc, m0 + row0 + (warp % 4) * 16, n0, rows, n, add, C, ldc);
 #endif
 }
 
@@ -291,24 +324,31 @@ bool gemm_3xtf32_available()
 #endif
 }
 
-cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
-                        const float *Bt, int ldb, bool add, float *C, int ldc, bool *done)
+cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A,
+                        const float *A_lo, int lda, const float *Bt, const float *Bt_lo, int ldb,
+                        bool add, float *C, int ldc, bool *done)
 {
     *done = false;
     const int row_tiles = (rows + kTile - 1) / kTile;
     if (rows <= 0 || n <= 0 || k <= 0 || row_tiles > 65535 || lda % 4 || ldb % 4 ||
-        !aligned16(A) || !aligned16(Bt))
+        !aligned16(A) || !aligned16(Bt) || !aligned16(A_lo) || !aligned16(Bt_lo))
         return cudaSuccess;
-    CUtensorMap map_a, map_b;
-    if (!tile_map(A, rows, k, lda, &map_a) || !tile_map(Bt, n, k, ldb, &map_b))
+    Maps maps;
+    if (!tile_map(A, rows, k, lda, &maps.a) || !tile_map(Bt, n, k, ldb, &maps.bt) ||
+        (A_lo && !tile_map(A_lo, rows, k, lda, &maps.a_lo)) ||
+        (Bt_lo && !tile_map(Bt_lo, n, k, ldb, &maps.bt_lo)))
         return cudaSuccess;
+    const auto kernel = A_lo ? (Bt_lo ? gemm_3xtf32_kernel<true, true>
+                                      : gemm_3xtf32_kernel<true, false>)
+                             : (Bt_lo ? gemm_3xtf32_kernel<false, true>
+                                      : gemm_3xtf32_kernel<false, false>);
     /* the shared memory beyond 48 KB (per device: asked for at every launch) */
-    cudaError_t err = cudaFuncSetAttribute(gemm_3xtf32_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (err != cudaSuccess)
         return err;
     const dim3 grid((n + kTile - 1) / kTile, row_tiles);
-    gemm_3xtf32_kernel<<<grid, kThreads, kSmemBytes, s>>>(map_a, map_b, rows, n, k, add, C, ldc);
+    kernel<<<grid, kThreads, kSmemBytes, s>>>(maps, rows, n, k, add, C, ldc);
     err = cudaGetLastError();
     *done = err == cudaSuccess;
     return err;

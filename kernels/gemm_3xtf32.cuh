@@ -23,11 +23,16 @@ namespace fnqcu {
 bool gemm_3xtf32_available();
 
 /* C (+)= A Bt^T: A rows x k and Bt n x k row-major (leading dimensions lda, ldb), C rows x n
- * (ldc), added to when add. *done is false, nothing launched, where the operands do not suit
- * the tensor memory accelerator (each pointer 16-byte aligned and each leading dimension a
- * multiple of 4) or rows exceed what one launch covers: the caller then uses cuBLAS. A CUDA error
- * is returned, not recorded: the file stands alone (its test links it without the library). */
-cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A, int lda,
-                        const float *Bt, int ldb, bool add, float *C, int ldc, bool *done);
+ * (ldc), added to when add. A_lo, Bt_lo (may be null, else laid out as A and Bt): the
+ * operands' lo (x less its top 19 bits, rounded to TF32 to nearest) where the caller has it
+ * (the weights' made once, an activation kernel's written beside its output), made here
+ * otherwise (bench/gemm_3xtf32.cu: 1.8x cuBLAS' float32 GEMM, both from memory 2.0x). *done is false, nothing
+ * launched, where the operands do not suit the tensor memory accelerator (each pointer 16-byte
+ * aligned and each leading dimension a multiple of 4) or rows exceed what one launch covers:
+ * the caller then uses cuBLAS. A CUDA error is returned, not
+ * recorded: the file stands alone (its test links it without the library). */
+cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A,
+                        const float *A_lo, int lda, const float *Bt, const float *Bt_lo, int ldb,
+                        bool add, float *C, int ldc, bool *done);
 
 } // namespace fnqcu

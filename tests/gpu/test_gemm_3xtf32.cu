@@ -6,7 +6,8 @@
  *     leading dimensions wider than the matrices, C written and C added to: the largest error
  *     below 2e-6 of C's largest value, the mean error toward zero (the tensor core's
  *     accumulation truncates) below 1e-6 of C's mean magnitude, the columns beyond n untouched;
- *   - the same call twice gives the same bits;
+ *   - the same call twice gives the same bits, and so do the calls given A's lo, Bt's lo or
+ *     both from memory (made on the host: x less its top 19 bits, rounded to TF32);
  *   - operands the TMA cannot take (a pointer not 16-byte aligned, a leading dimension not a
  *     multiple of 4) launch nothing and say so (done false), C untouched.
  */
@@ -49,6 +50,30 @@ template <typename T> T *to_device(const std::vector<T> &h)
     return d;
 }
 
+/* gemm_3xtf32's lo of x on the host: x less its top 19 bits (exact), rounded to TF32 to
+ * nearest, ties away from zero (PTX cvt.rna) */
+float lo_part(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= 0xffffe000u;
+    float top, rest;
+    memcpy(&top, &u, 4);
+    rest = x - top;
+    memcpy(&u, &rest, 4);
+    u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&rest, &u, 4);
+    return rest;
+}
+
+std::vector<float> lo_of(const std::vector<float> &x)
+{
+    std::vector<float> lo(x.size());
+    for (size_t i = 0; i < x.size(); i++)
+        lo[i] = lo_part(x[i]);
+    return lo;
+}
+
 std::vector<float> from_device(const float *d, size_t count)
 {
     std::vector<float> h(count);
@@ -73,8 +98,8 @@ void check_shape(const Shape &s)
         v = (float)uniform(&state, -1, 1);
     float *dA = to_device(A), *dB = to_device(Bt), *dC = to_device(C0);
     bool done = false;
-    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC,
-                                  s.ldc, &done));
+    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, nullptr, s.lda, dB, nullptr,
+                                  s.ldb, s.add, dC, s.ldc, &done));
     CHECK(done, "rows %d n %d k %d: not launched", s.rows, s.n, s.k);
     const std::vector<float> C = from_device(dC, C0.size());
     double worst = 0, scale = 0, toward_zero = 0, magnitude = 0;
@@ -104,16 +129,27 @@ void check_shape(const Shape &s)
     CHECK(outside_changed == 0, "rows %d n %d k %d: %d values beyond column n written", s.rows,
           s.n, s.k, outside_changed);
 
-    /* the same call again: the same bits */
-    if (cudaMemcpy(dC, C0.data(), sizeof(float) * C0.size(), cudaMemcpyHostToDevice) !=
-        cudaSuccess)
-        exit(1);
-    CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, s.lda, dB, s.ldb, s.add, dC,
-                                  s.ldc, &done));
-    const std::vector<float> again = from_device(dC, C0.size());
-    CHECK(memcmp(again.data(), C.data(), sizeof(float) * C.size()) == 0,
-          "rows %d n %d k %d: a second call differs", s.rows, s.n, s.k);
-    cudaFree(dA), cudaFree(dB), cudaFree(dC);
+    /* the same call again, and with lo from memory: the same bits */
+    float *dAlo = to_device(lo_of(A)), *dBlo = to_device(lo_of(Bt));
+    const struct {
+        const char *what;
+        const float *a_lo, *b_lo;
+    } again_cases[] = {{"again", nullptr, nullptr},
+                       {"A's lo from memory", dAlo, nullptr},
+                       {"Bt's lo from memory", nullptr, dBlo},
+                       {"both lo from memory", dAlo, dBlo}};
+    for (const auto &a : again_cases) {
+        if (cudaMemcpy(dC, C0.data(), sizeof(float) * C0.size(), cudaMemcpyHostToDevice) !=
+            cudaSuccess)
+            exit(1);
+        CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, s.rows, s.n, s.k, dA, a.a_lo, s.lda, dB, a.b_lo,
+                                      s.ldb, s.add, dC, s.ldc, &done));
+        const std::vector<float> again = from_device(dC, C0.size());
+        CHECK(done && memcmp(again.data(), C.data(), sizeof(float) * C.size()) == 0,
+              "rows %d n %d k %d: %s differs", s.rows, s.n, s.k, a.what);
+    }
+
+    cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dAlo), cudaFree(dBlo);
 }
 
 /* operands the TMA cannot take: nothing launched, C as it was */
@@ -123,14 +159,15 @@ void check_refused()
     float *dA = to_device(A), *dB = to_device(Bt), *dC = to_device(C0);
     const struct {
         const char *what;
-        const float *a;
+        const float *a, *a_lo;
         int lda;
-    } cases[] = {{"A one float past 16-byte alignment", dA + 1, 64},
-                 {"a leading dimension of 66", dA, 66}};
+    } cases[] = {{"A one float past 16-byte alignment", dA + 1, nullptr, 64},
+                 {"A's lo one float past 16-byte alignment", dA, dA + 1, 64},
+                 {"a leading dimension of 66", dA, nullptr, 66}};
     for (const auto &c : cases) {
         bool done = true;
-        CHECK_CUDA(
-            fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.lda, dB, 64, false, dC, 64, &done));
+        CHECK_CUDA(fnqcu::gemm_3xtf32(nullptr, 60, 64, 60, c.a, c.a_lo, c.lda, dB, nullptr, 64,
+                                      false, dC, 64, &done));
         CHECK(!done, "%s: launched", c.what);
     }
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "%s", cudaGetErrorString(cudaGetLastError()));
