@@ -15,7 +15,8 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFNQ_ENABLE_CUDA=ON \
 cmake --build build-gpu -j "$(nproc)"
 python=$(sed -n 's/^_Python3_EXECUTABLE:INTERNAL=//p' build-gpu/CMakeCache.txt)
 rm -rf build-carry && cp -a build-gpu build-carry
-( cd build-carry && find . \( -name '*.o' -o -name '*.a' \) -delete && rm -rf CMakeFiles/[0-9]* &&
+( cd build-carry && find . \( -name '*.o' -o -name '*.a' -o -name 'compiler_depend.*' \) -delete &&
+  rm -rf CMakeFiles/[0-9]* */generated &&
   rm -f tests/unit_backend_registry tests/fuzz/fuzz_replay_* )
 [ -n "$python" ] && grep -rl --include=CTestTestfile.cmake "$python" build-carry |
   xargs -r sed -i "s#$python#python3#g"
