@@ -19,10 +19,25 @@ struct fnq_graph_buf {
     int64_t cap_atoms, cap_edges;
     int64_t *recv_start, *send_start, *send_edges, *edge_send, *edge_recv;
     double *edge_vec;
-    int64_t *scratch; /* counts / offsets */
+    int64_t *scratch;   /* counts / offsets */
+    int64_t *edge_tmp;  /* [cap_edges] the by-sender index's buckets (graph_sender_index.c) */
+    unsigned char *keep; /* [cap_pairs] which of a caller's pairs are inside the cutoff */
+    int64_t cap_pairs;
 };
 
+/* The passes over edges that run in parallel cut them into this many blocks: a fixed count, so
+ * what a block holds, and every result, do not depend on the number of threads. */
+#define FNQ_GRAPH_BLOCKS 64
+
+static inline int64_t fnq__graph_block_start(int64_t n, int block)
+{
+    return n * block / FNQ_GRAPH_BLOCKS;
+}
+
 void fnq__graph_buf_free(struct fnq_graph_buf *b);
+
+/* send_start and send_edges from edge_send (graph_sender_index.c). */
+void fnq__graph_sender_index(struct fnq_graph_buf *b);
 
 /* Positions must be finite; names the first bad atom. */
 enum fnq_status fnq__check_positions(int64_t n, const double *pos);
