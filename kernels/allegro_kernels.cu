@@ -59,6 +59,16 @@ __device__ __forceinline__ int64_t thread_index()
     return (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
+/* The tensor features (V, G and their gradients) are stored component-major: value q of
+ * channel u of row r (an edge; a centre for G) at (r dim + q) U + u. The tensor-product
+ * threads are (row, channel) pairs, channels fastest, so a warp's loads and stores of one q
+ * are consecutive addresses (channel-fastest within a component was 8x the memory
+ * transactions of this). */
+__device__ __forceinline__ int64_t feat(int64_t r, int q, int u, int dim, int U)
+{
+    return (r * dim + q) * U + u;
+}
+
 /* l of spherical-harmonic component q (block l holds q = l^2 .. (l+1)^2 - 1) */
 __device__ __forceinline__ int degree_of(int q)
 {
@@ -125,7 +135,7 @@ __global__ void tensor_embed_kernel(Params<REAL> p, Chunk c, const REAL *w, cons
 {
     const int64_t e = blockIdx.x;
     for (int k = threadIdx.x; k < p.U * p.nsh; k += blockDim.x) {
-        const int u = k / p.nsh, q = k % p.nsh;
+        const int q = k / p.U, u = k % p.U; /* k = feat(0, q, u) */
         V0[e * p.U * p.nsh + k] = w[(e * p.U + u) * p.nl + degree_of(q)] * Y[e * p.nsh + q];
     }
 }
@@ -136,8 +146,8 @@ __global__ void env_sum_kernel(Params<REAL> p, Chunk c, const REAL *omega, const
     const int64_t idx = thread_index(), per = (int64_t)p.U * p.nsh;
     if (idx >= c.nc * per)
         return;
-    const int64_t i = idx / per;
-    const int u = (int)(idx % per) / p.nsh, q = (int)(idx % p.nsh), l = degree_of(q);
+    const int64_t i = idx / per; /* idx = feat(i, q, u) */
+    const int q = (int)(idx % per) / p.U, u = (int)(idx % p.U), l = degree_of(q);
     REAL sum = 0;
     for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++)
         sum += omega[(e * p.U + u) * p.nl + l] * Y[e * p.nsh + q];
@@ -155,9 +165,9 @@ __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, con
     const int u = (int)(idx % p.U);
     const SharedVec<REAL> a(0), b(tp.din), out(tp.din + p.nsh);
     for (int q = 0; q < tp.din; q++)
-        a[q] = Vin[idx * tp.din + q];
+        a[q] = Vin[feat(e, q, u, tp.din, p.U)];
     for (int q = 0; q < p.nsh; q++)
-        b[q] = G[(centre_of(c, e) * p.U + u) * p.nsh + q];
+        b[q] = G[feat(centre_of(c, e), q, u, p.nsh, p.U)];
     for (int q = 0; q < tp.dout; q++)
         out[q] = 0;
     const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
@@ -166,7 +176,7 @@ __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, con
         out[T.i3] += w[T.path] * (REAL)T.coef * a[T.i1] * b[T.i2];
     }
     for (int q = 0; q < tp.dout; q++)
-        Vout[idx * tp.dout + q] = out[q];
+        Vout[feat(e, q, u, tp.dout, p.U)] = out[q];
     scal[idx] = out[0];
 }
 
@@ -220,12 +230,12 @@ __global__ void tp_forward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
         return;
     const int64_t e = idx / p.U;
     const int u = (int)(idx % p.U);
-    const REAL *g = G + (centre_of(c, e) * p.U + u) * p.nsh;
+    const int64_t i = centre_of(c, e);
     REAL a[D], b[D], out[D];
 #pragma unroll
     for (int q = 0; q < D; q++) {
-        a[q] = q < tp.din ? Vin[idx * tp.din + q] : REAL(0);
-        b[q] = g[q]; /* nsh = D */
+        a[q] = q < tp.din ? Vin[feat(e, q, u, tp.din, p.U)] : REAL(0);
+        b[q] = G[feat(i, q, u, D, p.U)]; /* nsh = D */
         out[q] = 0;
     }
     const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
@@ -241,7 +251,7 @@ __global__ void tp_forward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
 #pragma unroll
     for (int q = 0; q < D; q++)
         if (q < tp.dout)
-            Vout[idx * tp.dout + q] = out[q];
+            Vout[feat(e, q, u, tp.dout, p.U)] = out[q];
     scal[idx] = out[0];
 }
 
@@ -259,16 +269,16 @@ __global__ void tp_backward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp
     REAL b[D], gb[D];
 #pragma unroll
     for (int q = 0; q < D; q++)
-        b[q] = G[idx * p.nsh + q], gb[q] = 0;
+        b[q] = G[feat(i, q, u, D, p.U)], gb[q] = 0;
     const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
     for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++) {
         const int64_t eu = e * p.U + u;
         REAL a[D], ga[D], gc[D];
 #pragma unroll
         for (int q = 0; q < D; q++) {
-            a[q] = q < tp.din ? Vin[eu * tp.din + q] : REAL(0);
+            a[q] = q < tp.din ? Vin[feat(e, q, u, tp.din, p.U)] : REAL(0);
             ga[q] = 0;
-            gc[q] = gVout && q < tp.dout ? gVout[eu * tp.dout + q] : REAL(0);
+            gc[q] = gVout && q < tp.dout ? gVout[feat(e, q, u, tp.dout, p.U)] : REAL(0);
         }
         gc[0] += gscal[eu];
 #pragma unroll 1
@@ -283,11 +293,11 @@ __global__ void tp_backward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp
 #pragma unroll
         for (int q = 0; q < D; q++)
             if (q < tp.din)
-                gVin[eu * tp.din + q] = ga[q];
+                gVin[feat(e, q, u, tp.din, p.U)] = ga[q];
     }
 #pragma unroll
     for (int q = 0; q < D; q++)
-        gG[idx * p.nsh + q] = gb[q];
+        gG[feat(i, q, u, D, p.U)] = gb[q];
 }
 #undef FNQ_ALLEGRO_PATH_CASE
 
@@ -324,14 +334,14 @@ __global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, co
     const SharedVec<REAL> b(0), gb(p.nsh), a(2 * p.nsh), ga(2 * p.nsh + tp.din),
         gc(2 * p.nsh + 2 * tp.din);
     for (int q = 0; q < p.nsh; q++)
-        b[q] = G[idx * p.nsh + q], gb[q] = 0;
+        b[q] = G[feat(i, q, u, p.nsh, p.U)], gb[q] = 0;
     const REAL *w = tp.w + (tp.coupled ? u : 0) * tp.n_paths;
     for (int64_t e = first_edge(c, i); e < first_edge(c, i + 1); e++) {
         const int64_t eu = e * p.U + u;
         for (int q = 0; q < tp.din; q++)
-            a[q] = Vin[eu * tp.din + q], ga[q] = 0;
+            a[q] = Vin[feat(e, q, u, tp.din, p.U)], ga[q] = 0;
         for (int q = 0; q < tp.dout; q++)
-            gc[q] = gVout ? gVout[eu * tp.dout + q] : REAL(0);
+            gc[q] = gVout ? gVout[feat(e, q, u, tp.dout, p.U)] : REAL(0);
         gc[0] += gscal[eu];
         for (int t = 0; t < tp.n_terms; t++) {
             const TpTerm T = tp.terms[t];
@@ -340,10 +350,10 @@ __global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, co
             gb[T.i2] += wc * a[T.i1];
         }
         for (int q = 0; q < tp.din; q++)
-            gVin[eu * tp.din + q] = ga[q];
+            gVin[feat(e, q, u, tp.din, p.U)] = ga[q];
     }
     for (int q = 0; q < p.nsh; q++)
-        gG[idx * p.nsh + q] = gb[q];
+        gG[feat(i, q, u, p.nsh, p.U)] = gb[q];
 }
 
 template <typename REAL>
@@ -359,13 +369,13 @@ __global__ void env_backward_kernel(Params<REAL> p, Chunk c, const REAL *gG, con
     for (int q = 0; q < p.nsh; q++)
         y[q] = Y[e * p.nsh + q], gy[q] = add_gY ? gY[e * p.nsh + q] : REAL(0);
     for (int u = 0; u < p.U; u++) {
-        const REAL *g = gG + (i * p.U + u) * p.nsh;
         for (int l = 0; l < p.nl; l++) {
             const REAL om = omega[(e * p.U + u) * p.nl + l];
             REAL s = 0;
             for (int q = l * l; q < (l + 1) * (l + 1); q++) {
-                s += cc * g[q] * y[q];
-                gy[q] += cc * g[q] * om;
+                const REAL g = gG[feat(i, q, u, p.nsh, p.U)];
+                s += cc * g * y[q];
+                gy[q] += cc * g * om;
             }
             gomega[(e * p.U + u) * p.nl + l] = s;
         }
@@ -374,30 +384,33 @@ __global__ void env_backward_kernel(Params<REAL> p, Chunk c, const REAL *gG, con
         gY[e * p.nsh + q] = gy[q];
 }
 
+/* a block an edge: gw one (l, u) a thread, channels fastest (feat's order); gY's sums over the
+ * channels one component a warp, lanes over channels, added in a fixed tree (bitwise
+ * repeatable) */
 template <typename REAL>
 __global__ void tensor_embed_backward_kernel(Params<REAL> p, Chunk c, const REAL *gV0,
                                              const REAL *Y, const REAL *w, REAL *gw, REAL *gY)
 {
-    const int64_t e = thread_index();
-    if (e >= c.n)
-        return;
-    REAL y[kMaxDim], gy[kMaxDim];
-    for (int q = 0; q < p.nsh; q++)
-        y[q] = Y[e * p.nsh + q], gy[q] = gY[e * p.nsh + q];
-    for (int u = 0; u < p.U; u++) {
-        const REAL *g = gV0 + (e * p.U + u) * p.nsh;
-        for (int l = 0; l < p.nl; l++) {
-            const int64_t ul = (e * p.U + u) * p.nl + l;
-            REAL s = 0;
-            for (int q = l * l; q < (l + 1) * (l + 1); q++) {
-                s += g[q] * y[q];
-                gy[q] += g[q] * w[ul];
-            }
-            gw[ul] = s;
-        }
+    const int64_t e = blockIdx.x;
+    const REAL *y = Y + e * p.nsh;
+    for (int t = threadIdx.x; t < p.U * p.nl; t += blockDim.x) {
+        const int l = t / p.U, u = t % p.U;
+        REAL s = 0;
+        for (int q = l * l; q < (l + 1) * (l + 1); q++)
+            s += gV0[feat(e, q, u, p.nsh, p.U)] * y[q];
+        gw[(e * p.U + u) * p.nl + l] = s;
     }
-    for (int q = 0; q < p.nsh; q++)
-        gY[e * p.nsh + q] = gy[q];
+    const int lane = threadIdx.x % 32;
+    for (int q = threadIdx.x / 32; q < p.nsh; q += blockDim.x / 32) {
+        const int l = degree_of(q);
+        REAL s = 0;
+        for (int u = lane; u < p.U; u += 32)
+            s += gV0[feat(e, q, u, p.nsh, p.U)] * w[(e * p.U + u) * p.nl + l];
+        for (int o = 16; o > 0; o /= 2)
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0)
+            gY[e * p.nsh + q] += s;
+    }
 }
 
 template <typename REAL, int L>
@@ -546,7 +559,7 @@ cudaError_t tensor_embed_backward(const Params<REAL> &p, const Chunk &c, const R
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    tensor_embed_backward_kernel<<<blocks_for(c.n), kBlock, 0, s>>>(p, c, gV0, Y, w, gw, gY);
+    tensor_embed_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gV0, Y, w, gw, gY);
     return cudaGetLastError();
 }
 

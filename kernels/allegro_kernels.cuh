@@ -60,15 +60,16 @@ cudaError_t geometry(const Params<REAL> &p, const Chunk &c, REAL *Y, REAL *basis
 /* Step 3 (and its backward): z0[e][k] *= centre embedding of t_i (k < H), else neighbour's */
 template <typename REAL>
 cudaError_t embed_scale(const Params<REAL> &p, const Chunk &c, REAL *z0, cudaStream_t s);
-/* Step 5: V0[e][u][q] = w[e][u][l(q)] Y[e][q] */
+/* Step 5: V0[e][q][u] = w[e][u][l(q)] Y[e][q] (the tensor features V, G and their gradients
+ * are component-major, [row][q][u]: allegro_kernels.cu, feat) */
 template <typename REAL>
 cudaError_t tensor_embed(const Params<REAL> &p, const Chunk &c, const REAL *w, const REAL *Y,
                          REAL *V0, cudaStream_t s);
-/* Step 7a: G[i][u][q] = c(t_i) sum over i's edges of omega[e][u][l(q)] Y[e][q] */
+/* Step 7a: G[i][q][u] = c(t_i) sum over i's edges of omega[e][u][l(q)] Y[e][q] */
 template <typename REAL>
 cudaError_t env_sum(const Params<REAL> &p, const Chunk &c, const REAL *omega, const REAL *Y,
                     REAL *G, cudaStream_t s);
-/* Step 7b-c: Vout = TP(Vin, G of the centre), per channel; scal[e][u] = Vout[e][u][0] */
+/* Step 7b-c: Vout = TP(Vin, G of the centre), per channel; scal[e][u] = Vout[e][0][u] */
 template <typename REAL>
 cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
                        const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, cudaStream_t s);
