@@ -72,21 +72,22 @@ enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limi
     const int64_t ne = g->n_edges;
     /* distance check: the first offending pair in edge order, so the message is stable */
     const double md2 = lim->min_distance * lim->min_distance;
-    int64_t close = ne;
-#pragma omp parallel for schedule(static) reduction(min : close)
+    int64_t first_close = ne;
+#pragma omp parallel for schedule(static) reduction(min : first_close)
     for (int64_t e = 0; e < ne; e++) {
         const double *r = b->edge_vec + 3 * e;
         const double d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-        if ((d2 < md2 || d2 == 0.0) && e < close)
-            close = e;
+        if ((d2 < md2 || d2 == 0.0) && e < first_close)
+            first_close = e;
     }
-    if (close < ne) {
-        const double *r = b->edge_vec + 3 * close;
-        return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, b->edge_recv[close], b->edge_send[close],
+    if (first_close < ne) {
+        const int64_t e = first_close;
+        const double *r = b->edge_vec + 3 * e;
+        return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, b->edge_recv[e], b->edge_send[e],
                                "atoms %lld and %lld are %.6g A apart, closer than the minimum "
                                "distance of %g A (overlapping atoms or positions in the wrong "
                                "units?)",
-                               (long long)b->edge_recv[close], (long long)b->edge_send[close],
+                               (long long)b->edge_recv[e], (long long)b->edge_send[e],
                                sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]), lim->min_distance);
     }
     g->max_degree = 0;
@@ -106,17 +107,17 @@ enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limi
 
     /* The backward pass takes the sender gradient of an owned atom from the reverses of its own
      * edges, so between owned atoms the list must hold both directions of every pair. */
-    int64_t half = g->n_local;
-#pragma omp parallel for schedule(static) reduction(min : half)
+    int64_t first_half = g->n_local; /* the first owned atom whose list is not full */
+#pragma omp parallel for schedule(static) reduction(min : first_half)
     for (int64_t j = 0; j < g->n_local; j++) {
         int64_t from_owned = 0;
         for (int64_t e = b->recv_start[j]; e < b->recv_start[j + 1]; e++)
             from_owned += b->edge_send[e] < g->n_local;
-        if (b->send_start[j + 1] - b->send_start[j] != from_owned && j < half)
-            half = j;
+        if (b->send_start[j + 1] - b->send_start[j] != from_owned && j < first_half)
+            first_half = j;
     }
-    if (half < g->n_local) {
-        const int64_t j = half;
+    if (first_half < g->n_local) {
+        const int64_t j = first_half;
         int64_t from_owned = 0;
         for (int64_t e = b->recv_start[j]; e < b->recv_start[j + 1]; e++)
             from_owned += b->edge_send[e] < g->n_local;

@@ -26,33 +26,32 @@ void fnq__graph_sender_index(struct fnq_graph_buf *b)
     if (na == 0)
         return;
     /* edges of block t in bucket u, then where they start in edge_tmp (bucket-major) */
-    static const int nb = FNQ_GRAPH_BLOCKS;
     int64_t at[FNQ_GRAPH_BLOCKS][FNQ_GRAPH_BLOCKS];
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nb; t++) {
+    for (int t = 0; t < FNQ_GRAPH_BLOCKS; t++) {
         memset(at[t], 0, sizeof(at[t]));
         for (int64_t e = fnq__graph_block_start(ne, t); e < fnq__graph_block_start(ne, t + 1); e++)
             at[t][bucket_of(send[e], na)]++;
     }
     int64_t bucket_start[FNQ_GRAPH_BLOCKS + 1];
     int64_t q = 0;
-    for (int u = 0; u < nb; u++) {
+    for (int u = 0; u < FNQ_GRAPH_BLOCKS; u++) {
         bucket_start[u] = q;
-        for (int t = 0; t < nb; t++) {
+        for (int t = 0; t < FNQ_GRAPH_BLOCKS; t++) {
             const int64_t count = at[t][u];
             at[t][u] = q;
             q += count;
         }
     }
-    bucket_start[nb] = q;
+    bucket_start[FNQ_GRAPH_BLOCKS] = q;
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nb; t++)
+    for (int t = 0; t < FNQ_GRAPH_BLOCKS; t++)
         for (int64_t e = fnq__graph_block_start(ne, t); e < fnq__graph_block_start(ne, t + 1); e++)
             b->edge_tmp[at[t][bucket_of(send[e], na)]++] = e;
     /* each bucket's senders: count, their starts, then the ids in bucket (= edge) order */
     int64_t *next = b->scratch;
 #pragma omp parallel for schedule(dynamic)
-    for (int u = 0; u < nb; u++) {
+    for (int u = 0; u < FNQ_GRAPH_BLOCKS; u++) {
         const int64_t j0 = bucket_first(u, na), j1 = bucket_first(u + 1, na);
         for (int64_t j = j0; j < j1; j++)
             next[j] = 0;
