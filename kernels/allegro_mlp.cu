@@ -172,31 +172,6 @@ enum fnq_status gemm_blocks(const Gemm<REAL> &g, const Mlp<REAL> &m, int k, cubl
     return FNQ_STATUS_OK;
 }
 
-/* the TF32 part of x (round to nearest, ties away: PTX cvt.rna.tf32.f32) */
-__host__ __device__ __forceinline__ float tf32_part(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
-        u = (u + 0x1000u) & 0xffffe000u;
-    float h;
-    memcpy(&h, &u, 4);
-    return h;
-}
-
-/* gemm_3xtf32's lo of x: what the tensor core does not read of it (x less its top 19 bits,
- * exact) rounded to TF32, the same bits as its own; made once for the weights, by the
- * activations for their outputs */
-__host__ __device__ __forceinline__ float lo_part(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u &= 0xffffe000u;
-    float top;
-    memcpy(&top, &u, 4);
-    return tf32_part(x - top);
-}
-
 /* h = act(pre) (forward), or h *= act'(pre) where h holds the gradient (backward); a block a
  * row (blockIdx.x), so no thread divides a 64-bit index. With t3 (the 3xTF32 GEMMs) the
  * result goes to t3 as triples instead, the next GEMM's operand: h is not written. With lo
@@ -218,7 +193,7 @@ __global__ void act_kernel(int cols, REAL *h, const REAL *pre, int ld_pre, int k
         }
         hr[c] = v;
         if (lr)
-            lr[c] = lo_part((float)v);
+            lr[c] = tf32_lo((float)v);
     }
 }
 
@@ -249,6 +224,18 @@ template <typename REAL> enum fnq_status to_device(const std::vector<REAL> &host
     return FNQ_STATUS_OK;
 }
 
+/* the TF32 part of x (round to nearest, ties away: PTX cvt.rna.tf32.f32), on the host */
+float tf32_part(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
+        u = (u + 0x1000u) & 0xffffe000u;
+    float h;
+    memcpy(&h, &u, 4);
+    return h;
+}
+
 template <typename REAL>
 enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, int with_wt,
                            Mlp<REAL> *dst)
@@ -271,7 +258,7 @@ enum fnq_status mlp_upload(const struct fnq_allegro_mlp *src, int with_split, in
                 const size_t q = (size_t)r * no + c;
                 host[q] = (REAL)src->w[k][q];
                 wt[(size_t)c * ni + r] = host[q];
-                w_lo[q] = wt_lo[(size_t)c * ni + r] = (REAL)lo_part((float)host[q]);
+                w_lo[q] = wt_lo[(size_t)c * ni + r] = (REAL)tf32_lo((float)host[q]);
                 const REAL hi = (REAL)tf32_part((float)host[q]), part[3] = {host[q] - hi, hi, hi};
                 for (int t = 0; t < 3; t++) {
                     w3[((size_t)r * 3 + t) * no + c] = part[t];

@@ -123,10 +123,11 @@ __device__ __forceinline__ void bar_init(uint64_t *bar, int arrivals)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals));
 }
 
-/* x - (x's top 19 bits), what the tensor core does not read of x (exact), rounded to TF32 to
- * nearest: left to the tensor core's truncation instead, every lo would lose ~2^-11 of itself
- * toward zero, a bias of ~2.4e-7 on every operand that the layers compound (session 47: 1e-6
- * on the model's energy against cuBLAS' 7e-8) */
+/* tf32_lo (gemm_3xtf32.cuh) in one instruction, the same bits: x - (x's top 19 bits), what
+ * the tensor core does not read of x (exact), rounded to TF32 to nearest. Left to the tensor
+ * core's truncation instead, every lo would lose ~2^-11 of itself toward zero, a bias of
+ * ~2.4e-7 on every operand that the layers compound (session 47: 1e-6 on the model's energy
+ * against cuBLAS' 7e-8) */
 __device__ __forceinline__ uint32_t lo_part(uint32_t x)
 {
     uint32_t r;

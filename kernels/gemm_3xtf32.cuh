@@ -15,8 +15,27 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
 
 namespace fnqcu {
+
+/* x's lo: x less its top 19 bits (what the tensor core reads of it; exact), rounded to TF32 to
+ * nearest, ties away from zero (PTX cvt.rna.tf32.f32), for callers that keep an operand's lo */
+__host__ __device__ __forceinline__ float tf32_lo(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= 0xffffe000u;
+    float part;
+    memcpy(&part, &u, 4);
+    part = x - part;
+    memcpy(&u, &part, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* finite: round the 13 low mantissa bits away */
+        u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&part, &u, 4);
+    return part;
+}
 
 /* whether gemm_3xtf32 runs on the current device: a build with sm_90a code (CMake's
  * architectures include 90) on a GPU of compute capability 9.0 */
@@ -24,13 +43,13 @@ bool gemm_3xtf32_available();
 
 /* C (+)= A Bt^T: A rows x k and Bt n x k row-major (leading dimensions lda, ldb), C rows x n
  * (ldc), added to when add. A_lo, Bt_lo (may be null, else laid out as A and Bt): the
- * operands' lo (x less its top 19 bits, rounded to TF32 to nearest) where the caller has it
- * (the weights' made once, an activation kernel's written beside its output), made here
- * otherwise (bench/gemm_3xtf32.cu: 1.8x cuBLAS' float32 GEMM, both from memory 2.0x). *done is false, nothing
- * launched, where the operands do not suit the tensor memory accelerator (each pointer 16-byte
- * aligned and each leading dimension a multiple of 4) or rows exceed what one launch covers:
- * the caller then uses cuBLAS. A CUDA error is returned, not
- * recorded: the file stands alone (its test links it without the library). */
+ * operands' tf32_lo where the caller has it (the weights' made once, an activation kernel's
+ * written beside its output), made here otherwise (bench/gemm_3xtf32.cu: 1.8x cuBLAS' float32
+ * GEMM, both from memory 2.0x). *done is false, nothing launched, where the operands do not
+ * suit the tensor memory accelerator (each pointer 16-byte aligned and each leading dimension
+ * a multiple of 4) or rows exceed what one launch covers: the caller then uses cuBLAS. A CUDA
+ * error is returned, not recorded: the file stands alone (its test links it without the
+ * library). */
 cudaError_t gemm_3xtf32(cudaStream_t s, int rows, int n, int k, const float *A,
                         const float *A_lo, int lda, const float *Bt, const float *Bt_lo, int ldb,
                         bool add, float *C, int ldc, bool *done);
