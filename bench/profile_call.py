@@ -87,6 +87,26 @@ def busy_us(iv):
     return total
 
 
+def print_by_grid(prof, calls, top):
+    """kernel time by (name, launch grid), from the profiler's trace (the events of
+    prof.events() carry no grid): a GEMM's grid is its output's tiles, so this splits the
+    GEMMs by shape"""
+    import json
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    by = collections.defaultdict(lambda: [0.0, 0])
+    for ev in trace.get("traceEvents", []):
+        if ev.get("cat") == "kernel" and "grid" in ev.get("args", {}):
+            key = (ev["name"][:60], tuple(ev["args"]["grid"]))
+            by[key][0] += ev.get("dur", 0) / 1e3 / calls
+            by[key][1] += 1
+    print("  by grid:")
+    for (name, grid), (ms, c) in sorted(by.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"  {ms:8.3f} ms {c / calls:5.1f}x  grid {grid}  {name}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -95,6 +115,8 @@ def main():
     ap.add_argument("--sizes", default="10", help="repeats of the 8-atom cell (10: 8,000)")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--grids", action="store_true",
+                    help="also the kernels by (name, grid): which GEMM shapes take the time")
     args = ap.parse_args()
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -137,6 +159,8 @@ def main():
             by[name][1] += 1
         for name, (ms, c) in sorted(by.items(), key=lambda kv: -kv[1][0])[:args.top]:
             print(f"  {ms:8.3f} ms {c / n:5.1f}x  {name[:110]}")
+        if args.grids:
+            print_by_grid(prof, n, args.top)
         api = collections.defaultdict(float)
         for e in prof.events():
             if e.device_type.name == "CPU" and e.name.startswith("cuda"):

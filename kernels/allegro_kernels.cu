@@ -356,48 +356,25 @@ __global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, co
         gG[feat(i, q, u, p.nsh, p.U)] = gb[q];
 }
 
-template <typename REAL>
-__global__ void env_backward_kernel(Params<REAL> p, Chunk c, const REAL *gG, const REAL *omega,
-                                    const REAL *Y, REAL *gomega, REAL *gY, int add_gY)
-{
-    const int64_t e = thread_index();
-    if (e >= c.n)
-        return;
-    const int64_t i = centre_of(c, e);
-    const REAL cc = (REAL)p.env_norm[c.ctype[i]];
-    REAL y[kMaxDim], gy[kMaxDim];
-    for (int q = 0; q < p.nsh; q++)
-        y[q] = Y[e * p.nsh + q], gy[q] = add_gY ? gY[e * p.nsh + q] : REAL(0);
-    for (int u = 0; u < p.U; u++) {
-        for (int l = 0; l < p.nl; l++) {
-            const REAL om = omega[(e * p.U + u) * p.nl + l];
-            REAL s = 0;
-            for (int q = l * l; q < (l + 1) * (l + 1); q++) {
-                const REAL g = gG[feat(i, q, u, p.nsh, p.U)];
-                s += cc * g * y[q];
-                gy[q] += cc * g * om;
-            }
-            gomega[(e * p.U + u) * p.nl + l] = s;
-        }
-    }
-    for (int q = 0; q < p.nsh; q++)
-        gY[e * p.nsh + q] = gy[q];
-}
-
-/* a block an edge: gw one (l, u) a thread, channels fastest (feat's order); gY's sums over the
+/* The backward of the two products of the spherical harmonics with per-edge weights of
+ * (channel, l): the tensor embedding V0[e] = w[e] Y[e] (g: gV0, its row the edge) and the
+ * environment G[i] = c_i sum_e omega[e] Y[e] (g: gG, its row the edge's centre, scale c_i).
+ * A block an edge: gw one (l, u) a thread, channels fastest (feat's order); gY's sums over the
  * channels one component a warp, lanes over channels, added in a fixed tree (bitwise
- * repeatable) */
+ * repeatable). gY[e] is added to where add_gY, else written. */
 template <typename REAL>
-__global__ void tensor_embed_backward_kernel(Params<REAL> p, Chunk c, const REAL *gV0,
-                                             const REAL *Y, const REAL *w, REAL *gw, REAL *gY)
+__global__ void sh_weights_backward_kernel(Params<REAL> p, Chunk c, const REAL *g, int by_centre,
+                                           const REAL *Y, const REAL *w, REAL *gw, REAL *gY,
+                                           int add_gY)
 {
-    const int64_t e = blockIdx.x;
+    const int64_t e = blockIdx.x, r = by_centre ? centre_of(c, e) : e;
+    const REAL scale = by_centre ? (REAL)p.env_norm[c.ctype[r]] : REAL(1);
     const REAL *y = Y + e * p.nsh;
     for (int t = threadIdx.x; t < p.U * p.nl; t += blockDim.x) {
         const int l = t / p.U, u = t % p.U;
         REAL s = 0;
         for (int q = l * l; q < (l + 1) * (l + 1); q++)
-            s += gV0[feat(e, q, u, p.nsh, p.U)] * y[q];
+            s += scale * g[feat(r, q, u, p.nsh, p.U)] * y[q];
         gw[(e * p.U + u) * p.nl + l] = s;
     }
     const int lane = threadIdx.x % 32;
@@ -405,11 +382,11 @@ __global__ void tensor_embed_backward_kernel(Params<REAL> p, Chunk c, const REAL
         const int l = degree_of(q);
         REAL s = 0;
         for (int u = lane; u < p.U; u += 32)
-            s += gV0[feat(e, q, u, p.nsh, p.U)] * w[(e * p.U + u) * p.nl + l];
+            s += scale * g[feat(r, q, u, p.nsh, p.U)] * w[(e * p.U + u) * p.nl + l];
         for (int o = 16; o > 0; o /= 2)
             s += __shfl_xor_sync(0xffffffffu, s, o);
         if (lane == 0)
-            gY[e * p.nsh + q] += s;
+            gY[e * p.nsh + q] = add_gY ? gY[e * p.nsh + q] + s : s;
     }
 }
 
@@ -547,8 +524,8 @@ cudaError_t env_backward(const Params<REAL> &p, const Chunk &c, const REAL *gG, 
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    env_backward_kernel<<<blocks_for(c.n), kBlock, 0, s>>>(p, c, gG, omega, Y, gomega, gY,
-                                                           add_gY);
+    sh_weights_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gG, 1, Y, omega, gomega,
+                                                                 gY, add_gY);
     return cudaGetLastError();
 }
 
@@ -559,7 +536,7 @@ cudaError_t tensor_embed_backward(const Params<REAL> &p, const Chunk &c, const R
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    tensor_embed_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gV0, Y, w, gw, gY);
+    sh_weights_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gV0, 0, Y, w, gw, gY, 1);
     return cudaGetLastError();
 }
 

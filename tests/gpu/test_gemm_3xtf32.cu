@@ -3,7 +3,8 @@
  * a double-precision reference. Skipped without a GPU, on GPUs other than compute capability
  * 9.0, and in builds without architecture 90 (the engine then uses cuBLAS):
  *   - shapes with tails everywhere (rows not a multiple of 128, k not of 32, n not of 128),
- *     leading dimensions wider than the matrices, C written and C added to: the largest error
+ *     leading dimensions wider than the matrices, C written and C added to, more tiles than
+ *     a GPU has multiprocessors (several waves of blocks): the largest error
  *     below 2e-6 of C's largest value, the mean error toward zero (the tensor core's
  *     accumulation truncates) below 1e-6 of C's mean magnitude, the columns beyond n untouched;
  *   - the same call twice gives the same bits, and so do the calls given A's lo, Bt's lo or
@@ -195,6 +196,7 @@ int main(void)
         {1000, 130, 70, 72, 76, 136, true},    /* C added to */
         {37, 16, 8, 8, 8, 16, false},          /* smaller than one tile */
         {4100, 256, 576, 576, 576, 256, true}, /* the engine's latent widths */
+        {30000, 260, 40, 40, 40, 260, true},   /* 705 tiles: several waves of blocks */
     };
     for (const Shape &s : shapes)
         check_shape(s);
