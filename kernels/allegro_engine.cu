@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -41,7 +42,7 @@ constexpr double kChunkBytes = 8.0 * (1 << 30);
 /* one chunk's per-edge and per-centre arrays (carve_arena) */
 template <typename REAL> struct ChunkArrays {
     REAL *Y, *basis, *dbasis, *z0, *z, *two_pre, *w, *te_pre, *fp_pre, *X, *scal, *ro_pre, *eps,
-        *work, *gX, *gomega, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none, *split,
+        *work, *gX, *gS, *gz, *gz0, *gw, *gbasis, *gY, *geps, *gG, *none, *split,
         *work_lo;
     REAL *omega[FNQ_ALLEGRO_MAX_LAYERS], *V[FNQ_ALLEGRO_MAX_LAYERS + 1],
         *lat_pre[FNQ_ALLEGRO_MAX_LAYERS], *G[FNQ_ALLEGRO_MAX_LAYERS], *gV[2];
@@ -62,6 +63,9 @@ template <typename REAL> struct Engine {
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
     int S = 0, U = 0, L = 0, N = 0, D = 0, nl = 0, nsh = 0, SX = 0, width = 1, max_dv = 1;
+    /* X's and gX's row length: X_0 .. X_L (SX), then room for what run_chunk puts after
+     * X_k in turn (the last layer's scalars, U; omega_0's gradient, U nl) */
+    int XW = 0;
     int max_dim = 1; /* the widest layer of any MLP, inputs and outputs included */
     int dim_v[FNQ_ALLEGRO_MAX_LAYERS + 1] = {};
     Params<REAL> p = {};
@@ -233,6 +237,7 @@ template <typename REAL> enum fnq_status engine_setup(Engine<REAL> *s)
     s->S = al->n_scalar, s->U = al->n_tensor, s->L = al->n_layers, s->N = al->n_basis;
     s->D = 2 * al->half_embed, s->nl = m->lmax_sh + 1, s->nsh = s->nl * s->nl;
     s->SX = s->S * (s->L + 1);
+    s->XW = s->S * s->L + std::max(s->S, std::max(s->U, s->U * s->nl));
     s->dim_v[0] = s->nsh;
     for (int k = 0; k < s->L; k++) {
         s->dim_v[k + 1] = (int)al->layer[k].out.dim;
@@ -299,9 +304,9 @@ int64_t carve_arena(const Engine<REAL> *s, REAL *base, int64_t E, int64_t C, Chu
     c->z0 = take(E, s->D), c->gz0 = take(E, s->D);
     c->z = take(E, s->S), c->gz = take(E, s->S);
     c->two_pre = take(E, s->two_body.n_pre);
-    c->w = take(E, s->U * s->nl), c->gw = take(E, s->U * s->nl), c->gomega = take(E, s->U * s->nl);
+    c->w = take(E, s->U * s->nl), c->gw = take(E, s->U * s->nl);
     c->te_pre = take(E, s->tensor_embed.n_pre), c->fp_pre = take(E, s->first_proj.n_pre);
-    c->X = take(E, s->SX), c->gX = take(E, s->SX);
+    c->X = take(E, s->XW), c->gX = take(E, s->XW);
     c->scal = take(E, s->U), c->gS = take(E, s->U);
     c->ro_pre = take(E, s->readout.n_pre);
     c->eps = take(E, 1), c->geps = take(E, 1);
@@ -436,7 +441,8 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     const Params<REAL> &p = s->p;
     const cudaStream_t st = s->stream;
     const allegro::Gemm<REAL> &g = s->gemm;
-    const int rows = (int)c.n, S = s->S, U = s->U, nl = s->nl, SX = s->SX, L = s->L;
+    const int rows = (int)c.n, S = s->S, U = s->U, nl = s->nl, SX = s->SX, XW = s->XW;
+    const int L = s->L;
     const int Unl = U * nl, N = s->N, D = s->D;
 
     /* ---- forward ---- */
@@ -450,21 +456,27 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     FNQ_CHECK(allegro::mlp_forward(g, s->tensor_embed, rows, &z, 1, &w, 1, a.te_pre,
                                    a.work));
     FNQ_CUDA_CHECK(allegro::tensor_embed(p, c, a.w, a.Y, a.V[0], st));
-    const Cols<REAL> first_out[2] = {{a.X, SX, S}, {a.omega[0], Unl, Unl}};
+    const Cols<REAL> first_out[2] = {{a.X, XW, S}, {a.omega[0], Unl, Unl}};
     FNQ_CHECK(allegro::mlp_forward(g, s->first_proj, rows, &z, 1, first_out, 2, a.fp_pre,
                                    a.work));
     for (int k = 0; k < L; k++) {
         const int last = k == L - 1;
         FNQ_CUDA_CHECK(allegro::env_sum(p, c, a.omega[k], a.Y, a.G[k], st));
-        FNQ_CUDA_CHECK(allegro::tp_forward(p, c, s->tp[k], a.V[k], a.G[k], a.V[k + 1], a.scal,
-                                           st));
-        const Cols<REAL> in[2] = {{a.X, SX, S * (k + 1)}, {a.scal, U, U}};
-        const Cols<REAL> out[2] = {{a.X + S * (k + 1), SX, S},
+        /* the latent MLP's input is [X_0 .. X_k, the scalars]: the scalars go where X_k+1,
+         * its output, will go, so the input is one range of X and its first product one GEMM
+         * (two, the second over only U values of k, where the MLP is one layer: that GEMM
+         * writes X_k+1 while it reads the scalars) */
+        const bool scal_in_x = s->latent[k].K > 1;
+        REAL *scal = scal_in_x ? a.X + S * (k + 1) : a.scal;
+        FNQ_CUDA_CHECK(allegro::tp_forward(p, c, s->tp[k], a.V[k], a.G[k], a.V[k + 1], scal,
+                                           scal_in_x ? XW : U, st));
+        const Cols<REAL> in[2] = {{a.X, XW, S * (k + 1) + (scal_in_x ? U : 0)}, {a.scal, U, U}};
+        const Cols<REAL> out[2] = {{a.X + S * (k + 1), XW, S},
                                    {last ? nullptr : a.omega[k + 1], Unl, Unl}};
-        FNQ_CHECK(allegro::mlp_forward(g, s->latent[k], rows, in, 2, out, last ? 1 : 2,
-                                       a.lat_pre[k], a.work));
+        FNQ_CHECK(allegro::mlp_forward(g, s->latent[k], rows, in, scal_in_x ? 1 : 2, out,
+                                       last ? 1 : 2, a.lat_pre[k], a.work));
     }
-    const Cols<REAL> X = {a.X, SX, SX}, eps = {a.eps, 1, 1};
+    const Cols<REAL> X = {a.X, XW, SX}, eps = {a.eps, 1, 1};
     FNQ_CHECK(allegro::mlp_forward(g, s->readout, rows, &X, 1, &eps, 1, a.ro_pre, a.work));
     /* energies at d_energy + first centre (centre_energy indexes from the chunk's first) */
     FNQ_CUDA_CHECK(allegro::centre_energy(p, c, a.eps, s->energy.p + c.centre0, st));
@@ -472,27 +484,30 @@ template <typename REAL> enum fnq_status run_chunk(Engine<REAL> *s, const Chunk 
     /* ---- backward ---- */
     const int W = s->width;
     FNQ_CUDA_CHECK(allegro::readout_seed(p, c, a.geps, st));
-    const Cols<REAL> geps = {a.geps, 1, 1}, gX = {a.gX, SX, SX};
+    const Cols<REAL> geps = {a.geps, 1, 1}, gX = {a.gX, XW, SX};
     FNQ_CHECK(allegro::mlp_backward(g, s->readout, rows, &geps, 1, &gX, nullptr, 1, a.ro_pre,
                                     a.work, W));
     for (int k = L - 1; k >= 0; k--) {
         const int last = k == L - 1;
-        const Cols<REAL> gout[2] = {{a.gX + S * (k + 1), SX, S}, {a.gomega, Unl, Unl}};
-        const Cols<REAL> gin[2] = {{a.gX, SX, S * (k + 1)}, {a.gS, U, U}};
+        /* the gradient of the latent MLP's output [X_k+1, omega_k+1] is one range of gX:
+         * omega_k+1's, from the previous step's env_backward, lies after gX_k+1 (below) */
+        const Cols<REAL> gout = {a.gX + S * (k + 1), XW, S + (last ? 0 : Unl)};
+        const Cols<REAL> gin[2] = {{a.gX, XW, S * (k + 1)}, {a.gS, U, U}};
         const int add[2] = {1, 0};
-        FNQ_CHECK(allegro::mlp_backward(g, s->latent[k], rows, gout, last ? 1 : 2, gin, add, 2,
+        FNQ_CHECK(allegro::mlp_backward(g, s->latent[k], rows, &gout, 1, gin, add, 2,
                                         a.lat_pre[k], a.work, W));
         FNQ_CUDA_CHECK(allegro::tp_backward(p, c, s->tp[k], a.V[k], a.G[k],
                                             last ? nullptr : a.gV[(k + 1) & 1], a.gS,
                                             a.gV[k & 1], a.gG, st));
-        FNQ_CUDA_CHECK(allegro::env_backward(p, c, a.gG, a.omega[k], a.Y, a.gomega, a.gY,
-                                             !last, st));
+        /* omega_k's gradient where gX_k+1 was (its last reader was the GEMM above) */
+        FNQ_CUDA_CHECK(allegro::env_backward(p, c, a.gG, a.omega[k], a.Y, a.gX + S * (k + 1), XW,
+                                             a.gY, !last, st));
     }
-    const Cols<REAL> gfirst[2] = {{a.gX, SX, S}, {a.gomega, Unl, Unl}};
+    const Cols<REAL> gfirst = {a.gX, XW, S + Unl}; /* [gX_0, omega_0's gradient] */
     const Cols<REAL> gz = {a.gz, S, S}, gw = {a.gw, Unl, Unl}, gz0 = {a.gz0, D, D},
                      gbasis = {a.gbasis, N, N};
     const int add_one = 1;
-    FNQ_CHECK(allegro::mlp_backward(g, s->first_proj, rows, gfirst, 2, &gz, nullptr, 1,
+    FNQ_CHECK(allegro::mlp_backward(g, s->first_proj, rows, &gfirst, 1, &gz, nullptr, 1,
                                     a.fp_pre, a.work, W));
     FNQ_CUDA_CHECK(allegro::tensor_embed_backward(p, c, a.gV[0], a.Y, a.w, a.gw, a.gY, st));
     FNQ_CHECK(allegro::mlp_backward(g, s->tensor_embed, rows, &gw, 1, &gz, &add_one, 1,

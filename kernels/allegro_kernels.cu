@@ -156,7 +156,7 @@ __global__ void env_sum_kernel(Params<REAL> p, Chunk c, const REAL *omega, const
 
 template <typename REAL>
 __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, const REAL *Vin,
-                                  const REAL *G, REAL *Vout, REAL *scal)
+                                  const REAL *G, REAL *Vout, REAL *scal, int ld_scal)
 {
     const int64_t idx = thread_index();
     if (idx >= c.n * p.U)
@@ -177,7 +177,7 @@ __global__ void tp_forward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, con
     }
     for (int q = 0; q < tp.dout; q++)
         Vout[feat(e, q, u, tp.dout, p.U)] = out[q];
-    scal[idx] = out[0];
+    scal[e * ld_scal + u] = out[0];
 }
 
 /* The tensor products with the coupling as generated code (TpLayer::code): a thread's
@@ -222,7 +222,8 @@ __device__ __forceinline__ void tp_path_backward(const REAL (&a)[D], const REAL 
 
 template <typename REAL, int L>
 __global__ void tp_forward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
-                                      const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal)
+                                      const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal,
+                                      int ld_scal)
 {
     constexpr int D = (L + 1) * (L + 1);
     const int64_t idx = thread_index();
@@ -252,7 +253,7 @@ __global__ void tp_forward_gen_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp,
     for (int q = 0; q < D; q++)
         if (q < tp.dout)
             Vout[feat(e, q, u, tp.dout, p.U)] = out[q];
-    scal[idx] = out[0];
+    scal[e * ld_scal + u] = out[0];
 }
 
 template <typename REAL, int L>
@@ -361,11 +362,11 @@ __global__ void tp_backward_kernel(Params<REAL> p, Chunk c, TpLayer<REAL> tp, co
  * environment G[i] = c_i sum_e omega[e] Y[e] (g: gG, its row the edge's centre, scale c_i).
  * A block an edge: gw one (l, u) a thread, channels fastest (feat's order); gY's sums over the
  * channels one component a warp, lanes over channels, added in a fixed tree (bitwise
- * repeatable). gY[e] is added to where add_gY, else written. */
+ * repeatable). gw's row e at gw + e ld_gw; gY[e] is added to where add_gY, else written. */
 template <typename REAL>
 __global__ void sh_weights_backward_kernel(Params<REAL> p, Chunk c, const REAL *g, int by_centre,
-                                           const REAL *Y, const REAL *w, REAL *gw, REAL *gY,
-                                           int add_gY)
+                                           const REAL *Y, const REAL *w, REAL *gw, int ld_gw,
+                                           REAL *gY, int add_gY)
 {
     const int64_t e = blockIdx.x, r = by_centre ? centre_of(c, e) : e;
     const REAL scale = by_centre ? (REAL)p.env_norm[c.ctype[r]] : REAL(1);
@@ -375,7 +376,7 @@ __global__ void sh_weights_backward_kernel(Params<REAL> p, Chunk c, const REAL *
         REAL s = 0;
         for (int q = l * l; q < (l + 1) * (l + 1); q++)
             s += scale * g[feat(r, q, u, p.nsh, p.U)] * y[q];
-        gw[(e * p.U + u) * p.nl + l] = s;
+        gw[e * ld_gw + u * p.nl + l] = s;
     }
     const int lane = threadIdx.x % 32;
     for (int q = threadIdx.x / 32; q < p.nsh; q += blockDim.x / 32) {
@@ -460,20 +461,21 @@ cudaError_t env_sum(const Params<REAL> &p, const Chunk &c, const REAL *omega, co
 
 template <typename REAL>
 cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
-                       const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, cudaStream_t s)
+                       const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, int ld_scal,
+                       cudaStream_t s)
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
     if (tp.code) {
         with_lmax(p.lmax, [&](auto L) {
-            tp_forward_gen_kernel<REAL, decltype(L)::value><<<blocks_for(c.n * p.U), kBlock, 0,
-                                                              s>>>(p, c, tp, Vin, G, Vout, scal);
+            tp_forward_gen_kernel<REAL, decltype(L)::value>
+                <<<blocks_for(c.n * p.U), kBlock, 0, s>>>(p, c, tp, Vin, G, Vout, scal, ld_scal);
         });
         return cudaGetLastError();
     }
     const int slots = tp.din + p.nsh + tp.dout, nt = tp_threads<REAL>(slots);
     tp_forward_kernel<<<(unsigned)((c.n * p.U + nt - 1) / nt), nt, slots * nt * sizeof(REAL),
-                        s>>>(p, c, tp, Vin, G, Vout, scal);
+                        s>>>(p, c, tp, Vin, G, Vout, scal, ld_scal);
     return cudaGetLastError();
 }
 
@@ -520,12 +522,13 @@ cudaError_t tp_backward(const Params<REAL> &p, const Chunk &c, const TpLayer<REA
 
 template <typename REAL>
 cudaError_t env_backward(const Params<REAL> &p, const Chunk &c, const REAL *gG, const REAL *omega,
-                         const REAL *Y, REAL *gomega, REAL *gY, int add_gY, cudaStream_t s)
+                         const REAL *Y, REAL *gomega, int ld_gomega, REAL *gY, int add_gY,
+                         cudaStream_t s)
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
     sh_weights_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gG, 1, Y, omega, gomega,
-                                                                 gY, add_gY);
+                                                                 ld_gomega, gY, add_gY);
     return cudaGetLastError();
 }
 
@@ -536,7 +539,8 @@ cudaError_t tensor_embed_backward(const Params<REAL> &p, const Chunk &c, const R
 {
     if (c.n == 0) /* a launch of no blocks is an error */
         return cudaSuccess;
-    sh_weights_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gV0, 0, Y, w, gw, gY, 1);
+    sh_weights_backward_kernel<<<(unsigned)c.n, kBlock, 0, s>>>(p, c, gV0, 0, Y, w, gw,
+                                                                 p.U * p.nl, gY, 1);
     return cudaGetLastError();
 }
 
@@ -562,7 +566,8 @@ cudaError_t edge_gradient(const Params<REAL> &p, const Chunk &c, const REAL *gba
     template cudaError_t env_sum(const Params<REAL> &, const Chunk &, const REAL *,             \
                                  const REAL *, REAL *, cudaStream_t);                           \
     template cudaError_t tp_forward(const Params<REAL> &, const Chunk &, const TpLayer<REAL> &, \
-                                    const REAL *, const REAL *, REAL *, REAL *, cudaStream_t);  \
+                                    const REAL *, const REAL *, REAL *, REAL *, int,            \
+                                    cudaStream_t);                                              \
     template cudaError_t centre_energy(const Params<REAL> &, const Chunk &, const REAL *,       \
                                        double *, cudaStream_t);                                 \
     template cudaError_t readout_seed(const Params<REAL> &, const Chunk &, REAL *, cudaStream_t); \
@@ -570,7 +575,7 @@ cudaError_t edge_gradient(const Params<REAL> &p, const Chunk &c, const REAL *gba
                                      const REAL *, const REAL *, const REAL *, const REAL *,    \
                                      REAL *, REAL *, cudaStream_t);                             \
     template cudaError_t env_backward(const Params<REAL> &, const Chunk &, const REAL *,        \
-                                      const REAL *, const REAL *, REAL *, REAL *, int,          \
+                                      const REAL *, const REAL *, REAL *, int, REAL *, int,     \
                                       cudaStream_t);                                            \
     template cudaError_t tensor_embed_backward(const Params<REAL> &, const Chunk &,             \
                                                const REAL *, const REAL *, const REAL *,        \

@@ -69,10 +69,11 @@ cudaError_t tensor_embed(const Params<REAL> &p, const Chunk &c, const REAL *w, c
 template <typename REAL>
 cudaError_t env_sum(const Params<REAL> &p, const Chunk &c, const REAL *omega, const REAL *Y,
                     REAL *G, cudaStream_t s);
-/* Step 7b-c: Vout = TP(Vin, G of the centre), per channel; scal[e][u] = Vout[e][0][u] */
+/* Step 7b-c: Vout = TP(Vin, G of the centre), per channel; scal[e ld_scal + u] = Vout[e][0][u] */
 template <typename REAL>
 cudaError_t tp_forward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
-                       const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, cudaStream_t s);
+                       const REAL *Vin, const REAL *G, REAL *Vout, REAL *scal, int ld_scal,
+                       cudaStream_t s);
 /* Steps 9-10 without the pair term: energy[i] = edge_scale(t_i) sum eps[e] + shift(t_i),
  * summed in double, written at energy[first_centre + i] */
 template <typename REAL>
@@ -87,10 +88,12 @@ template <typename REAL>
 cudaError_t tp_backward(const Params<REAL> &p, const Chunk &c, const TpLayer<REAL> &tp,
                         const REAL *Vin, const REAL *G, const REAL *gVout, const REAL *gscal,
                         REAL *gVin, REAL *gG, cudaStream_t s);
-/* Step 7a backward: gomega[e] = c dG/domega . gG[i], gY[e] (+)= c dG/dY . gG[i] */
+/* Step 7a backward: gomega[e] = c dG/domega . gG[i] (row e at gomega + e ld_gomega),
+ * gY[e] (+)= c dG/dY . gG[i] */
 template <typename REAL>
 cudaError_t env_backward(const Params<REAL> &p, const Chunk &c, const REAL *gG, const REAL *omega,
-                         const REAL *Y, REAL *gomega, REAL *gY, int add_gY, cudaStream_t s);
+                         const REAL *Y, REAL *gomega, int ld_gomega, REAL *gY, int add_gY,
+                         cudaStream_t s);
 /* Step 5 backward: gw[e][u][l] = sum_q gV0 Y, gY[e][q] += sum_u gV0 w */
 template <typename REAL>
 cudaError_t tensor_embed_backward(const Params<REAL> &p, const Chunk &c, const REAL *gV0,
