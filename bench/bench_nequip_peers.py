@@ -36,6 +36,8 @@ stops there ("could not"); other errors are reported and the next size is tried.
 
 usage: python bench/bench_nequip_peers.py --models DIR [--sizes 8,10,16,20,25,32,40]
            [--peers fnq,nequip-compiled,nequip-cueq,nequip-triton,nequip-torch,nequip-jax]
+           (a peer `fnq:VAR=VALUE[:VAR=VALUE]` is fnq with those switches set, e.g.
+           fnq:FNQ_GEMM_WIDE=1, timed beside plain fnq in the same run)
            [--modes model,periodic,ase] [--device cuda|cpu]
            [--compiled DIR/nequip-peer-oeq.nequip.pt2] [--min-seconds 2] [--out FILE]
 DIR holds what make_nequip_peer_model.py made (nequip-peer.fnqm, .nequip.zip, .json and the
@@ -62,6 +64,20 @@ PEERS = ("fnq", "nequip-compiled", "nequip-cueq", "nequip-triton", "nequip-torch
 # make_nequip_peer_model --accel
 ACCEL = {"nequip-compiled": "oeq", "nequip-cueq": "cueq", "nequip-triton": "triton"}
 NAME = "nequip-peer"
+
+
+def peer_parts(peer):
+    """`fnq:VAR=VALUE:...` -> ("fnq", {VAR: VALUE, ...}); any other peer -> (peer, {})"""
+    base, *switches = peer.split(":")
+    if switches and base != "fnq":
+        sys.exit(f"peer {peer!r}: only fnq takes switches (fnq:VAR=VALUE)")
+    extra = {}
+    for sw in switches:
+        var, eq, value = sw.partition("=")
+        if not eq or not var.startswith("FNQ_"):
+            sys.exit(f"peer {peer!r}: {sw!r} is not FNQ_NAME=VALUE")
+        extra[var] = value
+    return base, extra
 
 
 def emit(rec):
@@ -305,7 +321,8 @@ def run_worker(args):
     sizes = [int(s) for s in args.sizes.split(",")]
 
     def record(mode, atoms, t, n, energy, edges, **extra):
-        emit({"peer": args.worker, "mode": mode, "atoms": len(atoms), "edges": edges,
+        emit({"peer": args.peer_name or args.worker, "mode": mode, "atoms": len(atoms),
+              "edges": edges,
               "ms_per_step": 1e3 * t, "us_per_atom_step": 1e6 * t / len(atoms),
               "repeats": n, "energy": energy, "device": args.device, **extra})
     record.info = {}
@@ -316,13 +333,13 @@ def run_worker(args):
         run_size = worker_jax(args, record)
     else:
         run_size = worker_nequip(args, record, compiled=args.worker in ACCEL)
-    emit({"peer": args.worker, "info": record.info})
+    emit({"peer": args.peer_name or args.worker, "info": record.info})
     for rep in sizes:  # one size at a time, so an out-of-memory ends only the larger sizes
         err, stderr_text = run_keeping_stderr(run_size, rep)
         if err is not None:
             # AOTInductor's error names only the failed call; the reason is on stderr
             oom = is_oom(err) or is_oom(stderr_text)
-            emit({"peer": args.worker, "atoms": atoms_of(rep), "oom": oom,
+            emit({"peer": args.peer_name or args.worker, "atoms": atoms_of(rep), "oom": oom,
                   "error": f"{type(err).__name__}: {str(err)[:300]}"})
             if oom:
                 break
@@ -344,7 +361,7 @@ def summary(rows):
     sizes = sorted({r["atoms"] for r in ok} |
                    {r["atoms"] for r in rows if "error" in r and r["atoms"] is not None})
     cols = sorted({(r["peer"], r["mode"]) for r in ok},
-                  key=lambda pm: (PEERS.index(pm[0]) if pm[0] in PEERS else 9,
+                  key=lambda pm: (PEERS.index(peer_parts(pm[0])[0]), pm[0],
                                   ("model", "periodic", "ase").index(pm[1])))
     others = [(p, m) for p, m in cols if p != "fnq" and ("fnq", m) in cols]
     print("\nms per call, median (fnq model = compute_graph_device, periodic = own GPU list, "
@@ -362,7 +379,7 @@ def summary(rows):
         print(f"| {n} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     print("\n(peer / fnq: the peer's time over fnq's in the same mode; > 1: fnq is faster. "
           "nequip-jax has --jax-layers layers.)")
-    for p in PEERS:
+    for p in sorted({r["peer"] for r in rows if "peer" in r}):
         bad = [r for r in rows if r.get("peer") == p and "error" in r]
         for r in bad:
             what = "out of memory" if r.get("oom") else "failed"
@@ -372,11 +389,11 @@ def summary(rows):
         ref = [r["energy"] for r in ok if r["atoms"] == n and r["peer"] == "fnq"
                and r["mode"] == "model"]
         for r in ok:
-            if (r["atoms"] == n and r["peer"] in ("nequip-compiled", "nequip-cueq",
-                                                  "nequip-triton", "nequip-torch") and ref
+            if (r["atoms"] == n and r["peer"] != "fnq" and r["peer"] != "nequip-jax" and ref
                     and r["mode"] == "model"):
+                same = " (the same bits)" if r["energy"] == ref[0] else ""
                 print(f"energy check {n} atoms, {r['peer']}: rel. diff to fnq "
-                      f"{abs(r['energy'] - ref[0]) / abs(ref[0]):.2e}")
+                      f"{abs(r['energy'] - ref[0]) / abs(ref[0]):.2e}{same}")
 
 
 def main():
@@ -400,6 +417,7 @@ def main():
     ap.add_argument("--worker-timeout", type=float, default=900.0)
     ap.add_argument("--out", help="also append the JSON lines to this file")
     ap.add_argument("--worker", choices=PEERS, help=argparse.SUPPRESS)
+    ap.add_argument("--peer-name", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.models = os.path.abspath(args.models)
     args.mode_set = set(args.modes.split(","))
@@ -414,12 +432,13 @@ def main():
         out.write(env_line + "\n")
     rows = []
     for peer in args.peers.split(","):
-        if peer not in PEERS:
+        base, extra = peer_parts(peer)
+        if base not in PEERS:
             sys.exit(f"unknown peer {peer!r}; choose from {', '.join(PEERS)}")
-        env = dict(os.environ)
+        env = dict(os.environ, **extra)
         if peer != "nequip-jax":
             env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer,
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", base, "--peer-name", peer,
                "--models", args.models, "--sizes", args.sizes, "--device", args.device,
                "--jax-layers", str(args.jax_layers), "--min-seconds", str(args.min_seconds),
                "--max-repeats", str(args.max_repeats), "--modes", args.modes]

@@ -12,11 +12,21 @@
 
 namespace fnqcu {
 
-/* A tile is 128 rows (atom, m) x 32 channels; each thread a 4 x 4 register tile. */
-constexpr int kGemmBM = 128, kGemmBN = 32, kGemmBK = 16;
+/* A tile is 128 rows (atom, m) x BN channels; each thread a 4 x TN register tile: TN = 4
+ * (BN 32), or TN = 8 (BN 64: the columns 4 tx .. 4 tx + 3 and 32 + 4 tx .. 32 + 4 tx + 3) for
+ * a float32 destination block of 64 channels or more when wide tiles are on (twice the
+ * products per tile for the same row table, instruction walk and A tiles: the transposed
+ * linears have a K of 32 to 128, so that fixed work was as large as the products). */
+constexpr int kGemmBM = 128, kGemmBK = 16;
 constexpr int kGemmTerms = 2, kGemmJobs = 2;
-static_assert(kThreads == (kGemmBM / 4) * (kGemmBN / 4), "one 4 x 4 tile per thread");
+static_assert(kThreads == (kGemmBM / 4) * 8, "a 4 x TN tile per thread, 8 threads a row");
 static_assert(kThreads == 16 * (kGemmBM / 8), "A tile loads: 16 k by 16 rows, 8 times");
+
+/* channels per tile of a destination block of N channels */
+template <typename REAL> __host__ __device__ constexpr int gemm_bn(int N, bool wide)
+{
+    return wide && sizeof(REAL) == 4 && N >= 64 ? 64 : 32;
+}
 
 /* One linear applied to x: rows of x in `src`'s layout (ir_mul), row of atom a at
  * x + a * sx, or x + species[a] * sx (layer 0's input, a row per species). */
@@ -35,6 +45,10 @@ template <typename REAL> struct GemmJob {
     REAL *y;
     int64_t sy;
     int y_tiled, accumulate;
+    /* every 4 consecutive columns of a tile (from a multiple of 4) are 4 consecutive,
+     * 16-byte aligned values of y: the wide tiles' epilogue stores them as vectors
+     * (gemm_launch checks) */
+    int y_vec4;
     const REAL *row_scale; /* [n_species], or nullptr */
     int n_terms;
     GemmTerm<REAL> term[kGemmTerms];
@@ -47,6 +61,7 @@ template <typename REAL> struct GemmArgs {
     /* rows (atom, m) run over the atoms in this order: sorted by species where a linear has
      * weights per species, so a tile holds one species or few (nullptr: atom order) */
     const int *order;
+    int wide; /* gemm_bn's wide tiles */
     int n_jobs;
     int job_start[kGemmJobs + 1];
     GemmJob<REAL> job[kGemmJobs];
@@ -63,6 +78,15 @@ __device__ __forceinline__ void load4(const double *p, double (&v)[4])
     const double2 b = reinterpret_cast<const double2 *>(p)[1];
     v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
+__device__ __forceinline__ void store4(float *p, const float (&v)[4])
+{
+    *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(double *p, const double (&v)[4])
+{
+    reinterpret_cast<double2 *>(p)[0] = make_double2(v[0], v[1]);
+    reinterpret_cast<double2 *>(p)[1] = make_double2(v[2], v[3]);
+}
 
 /* the atom of row (atom, m): 32-bit division where the rows allow it (64-bit division is
  * a long software sequence, a noticeable part of a tile with a short K) */
@@ -71,17 +95,22 @@ __device__ __forceinline__ int64_t atom_of(int64_t row, int d, int64_t rows)
     return rows <= (int64_t)UINT32_MAX ? (int64_t)((uint32_t)row / (uint32_t)d) : row / d;
 }
 
-/* blocks per SM: float fits 4 in registers (64 each, no spills); double spills at 3 (the
- * per-species passes) */
-template <typename REAL> constexpr int kGemmBlocksPerSM = sizeof(REAL) == 4 ? 4 : 2;
+/* blocks per SM: float fits 4 in registers at TN = 4 (64 each, no spills), 3 at TN = 8;
+ * double spills at 3 (the per-species passes) */
+template <typename REAL, int TN>
+constexpr int kGemmBlocksPerSM = sizeof(REAL) == 4 ? (TN == 4 ? 4 : 3) : 2;
 
-template <typename REAL>
-__global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
+/* The tiles of the blocks whose gemm_bn is 8 TN (the other blocks' tiles are in the other
+ * launch; gemm_launch). */
+template <typename REAL, int TN>
+__global__ void __launch_bounds__(kThreads, (kGemmBlocksPerSM<REAL, TN>)) linear_gemm_kernel(const __grid_constant__ GemmArgs<REAL> g)
 {
+    constexpr int BN = 8 * TN, NH = TN / 4; /* column halves of 4 per thread */
+    constexpr int NBL = BN / 16;            /* B values each thread loads per k step */
     /* two stages: the next k step's tiles are loaded into registers while this one's are
      * multiplied (one barrier per step) */
     __shared__ __align__(16) REAL As[2][kGemmBK][kGemmBM + 4]; /* k-major: rows as vectors */
-    __shared__ __align__(16) REAL Bs[2][kGemmBK][kGemmBN];
+    __shared__ __align__(16) REAL Bs[2][kGemmBK][BN];
     int tile = blockIdx.x, j = 0;
     while (j + 1 < g.n_jobs && tile >= g.job_start[j + 1])
         j++;
@@ -93,23 +122,23 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
     tile -= J.tile_start[b];
     const int d = 2 * J.dst.l[b] + 1, N = J.dst.mul[b];
     const int64_t rows = g.n_atoms * d;
-    const int col_tiles = (N + kGemmBN - 1) / kGemmBN;
+    const int col_tiles = (N + BN - 1) / BN;
     const int64_t r0 = (int64_t)(tile / col_tiles) * kGemmBM;
-    const int c0 = (tile % col_tiles) * kGemmBN;
-    const int tx = threadIdx.x % (kGemmBN / 4), ty = threadIdx.x / (kGemmBN / 4);
+    const int c0 = (tile % col_tiles) * BN;
+    const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
     const int lk = threadIdx.x % 16, lr = threadIdx.x / 16; /* A loads: k, first row */
-    const int bk = threadIdx.x / 16, bc = (threadIdx.x % 16) * 2; /* B loads */
+    const int bk = threadIdx.x / 16, bc = (threadIdx.x % 16) * NBL; /* B loads */
 
     /* rows of the tile as (atom, m) -> start of the current term's block in x, and the
      * atom's species (-1 past the end) */
     __shared__ const REAL *xrow[kGemmBM];
     __shared__ int rsp[kGemmBM];
     __shared__ int next_sp;
-    REAL acc[4][4];
+    REAL acc[4][TN];
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < TN; c++)
             acc[i][c] = 0;
     for (int t = 0; t < J.n_terms; t++) {
         const GemmTerm<REAL> &T = J.term[t];
@@ -142,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
             /* acc += the rows' x . W, rows of species `only` alone (-1: every row), the
              * others read as zeros */
             auto pass = [&](const REAL *W, int only) {
-                REAL ra[8], rb[2];
+                REAL ra[8], rb[NBL];
                 auto fetch = [&](int k0) {
                     const bool kin = k0 + lk < K;
 #pragma unroll
@@ -152,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
                         ra[i] = kin && p && (only < 0 || rsp[r] == only) ? p[k0 + lk] : REAL(0);
                     }
 #pragma unroll
-                    for (int c = 0; c < 2; c++)
+                    for (int c = 0; c < NBL; c++)
                         rb[c] = k0 + bk < K && c0 + bc + c < N
                                     ? alpha * __ldg(W + (int64_t)(k0 + bk) * N + c0 + bc + c)
                                     : REAL(0);
@@ -163,21 +192,25 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
                     for (int i = 0; i < 8; i++)
                         As[st][lk][lr + 16 * i] = ra[i];
 #pragma unroll
-                    for (int c = 0; c < 2; c++)
+                    for (int c = 0; c < NBL; c++)
                         Bs[st][bk][bc + c] = rb[c];
                     __syncthreads();
                     if (k0 + kGemmBK < K)
                         fetch(k0 + kGemmBK);
 #pragma unroll
                     for (int kk = 0; kk < kGemmBK; kk++) {
-                        REAL av[4], bv[4];
+                        REAL av[4], bv[NH][4];
                         load4(&As[st][kk][4 * ty], av);
-                        load4(&Bs[st][kk][4 * tx], bv);
+#pragma unroll
+                        for (int h = 0; h < NH; h++)
+                            load4(&Bs[st][kk][32 * h + 4 * tx], bv[h]);
 #pragma unroll
                         for (int i = 0; i < 4; i++)
 #pragma unroll
-                            for (int c = 0; c < 4; c++)
-                                acc[i][c] += av[i] * bv[c];
+                            for (int h = 0; h < NH; h++)
+#pragma unroll
+                                for (int c = 0; c < 4; c++)
+                                    acc[i][4 * h + c] += av[i] * bv[h][c];
                     }
                 }
             };
@@ -213,13 +246,33 @@ __global__ void __launch_bounds__(kThreads, kGemmBlocksPerSM<REAL>) linear_gemm_
         const REAL scale = J.row_scale ? J.row_scale[g.species[a]] : REAL(1);
         REAL *yr = J.y + a * J.sy;
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            const int col = c0 + 4 * tx + c;
-            if (col >= N)
+        for (int h = 0; h < NH; h++) {
+            const int col0 = c0 + 32 * h + 4 * tx;
+            auto at = [&](int col) {
+                return J.y_tiled ? tiled_index(J.dst, b, m, col) : J.dst.off[b] + m * N + col;
+            };
+            if (TN == 8 && J.y_vec4 && col0 + 3 < N) {
+                /* one 16-byte store (and load, to accumulate) instead of four */
+                REAL *p = yr + at(col0), v[4];
+                if (J.accumulate)
+                    load4(p, v);
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    const REAL x = acc[i][4 * h + c] * scale;
+                    v[c] = J.accumulate ? v[c] + x : x;
+                }
+                store4(p, v);
                 continue;
-            const int o = J.y_tiled ? tiled_index(J.dst, b, m, col) : J.dst.off[b] + m * N + col;
-            const REAL v = acc[i][c] * scale;
-            yr[o] = J.accumulate ? yr[o] + v : v;
+            }
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int col = col0 + c;
+                if (col >= N)
+                    continue;
+                const int o = at(col);
+                const REAL v = acc[i][4 * h + c] * scale;
+                yr[o] = J.accumulate ? yr[o] + v : v;
+            }
         }
     }
 }
@@ -263,8 +316,22 @@ static GemmArgs<REAL> gemm_args(int64_t n_atoms, const int *species, const int *
     return g;
 }
 
-template <typename REAL>
-static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *launches)
+/* Whether every 4 consecutive columns of a tile (from a multiple of 4) are 4 consecutive,
+ * 16-byte aligned values of J's destination rows (the epilogue's vector stores). */
+template <typename REAL> static bool rows_hold_vec4(const GemmJob<REAL> &J)
+{
+    if (J.sy % 4 != 0 || reinterpret_cast<uintptr_t>(J.y) % 16 != 0)
+        return false;
+    for (int b = 0; b < J.dst.n; b++)
+        if (J.y_tiled ? J.dst.tile_off[b] % 4 != 0 : J.dst.off[b] % 4 != 0 || J.dst.mul[b] % 4 != 0)
+            return false;
+    return true;
+}
+
+/* One launch of linear_gemm_kernel<REAL, TN> over the tiles of the destination blocks whose
+ * gemm_bn is 8 TN (the others get no tiles in it). */
+template <typename REAL, int TN>
+static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, cudaStream_t stream, int *launches)
 {
     int64_t tiles = 0;
     for (int j = 0; j < g.n_jobs; j++) {
@@ -273,8 +340,11 @@ static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *laun
         int64_t t = 0;
         for (int b = 0; b < J.dst.n; b++) {
             J.tile_start[b] = (int)t;
+            const int bn = gemm_bn<REAL>(J.dst.mul[b], g.wide);
+            if (bn != 8 * TN)
+                continue;
             const int64_t rows = g.n_atoms * (2 * J.dst.l[b] + 1);
-            t += (rows + kGemmBM - 1) / kGemmBM * ((J.dst.mul[b] + kGemmBN - 1) / kGemmBN);
+            t += (rows + kGemmBM - 1) / kGemmBM * ((J.dst.mul[b] + bn - 1) / bn);
         }
         J.tile_start[J.dst.n] = (int)t;
         tiles += t;
@@ -282,9 +352,24 @@ static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *laun
     g.job_start[g.n_jobs] = (int)tiles;
     if (tiles == 0)
         return cudaSuccess;
-    linear_gemm_kernel<REAL><<<(unsigned)tiles, kThreads, 0, stream>>>(g);
+    linear_gemm_kernel<REAL, TN><<<(unsigned)tiles, kThreads, 0, stream>>>(g);
     ++*launches;
     return cudaGetLastError();
+}
+
+/* wide (FNQ_GEMM_WIDE=1): float32 blocks of 64 channels or more on 128 x 64 tiles, in a launch
+ * of their own, and vector stores where the rows allow them */
+template <typename REAL>
+static cudaError_t gemm_launch(GemmArgs<REAL> &g, bool wide, cudaStream_t stream, int *launches)
+{
+    g.wide = wide;
+    for (int j = 0; j < g.n_jobs; j++)
+        g.job[j].y_vec4 = wide && rows_hold_vec4(g.job[j]);
+    cudaError_t e = gemm_launch_tn<REAL, 4>(g, stream, launches);
+    if constexpr (sizeof(REAL) == 4)
+        if (e == cudaSuccess && wide)
+            e = gemm_launch_tn<REAL, 8>(g, stream, launches);
+    return e;
 }
 
 template <typename REAL> bool node_linears_per_species(const DeviceModel<REAL> &dm)
@@ -437,8 +522,8 @@ static cudaError_t node_kernel_launch(void (*kernel)(ARGS), const ARGS &args, in
 template <typename REAL>
 static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *species,
                               const int *order, const REAL *gy, REAL *ga_out, int ga_stride,
-                              bool with_self, REAL *gpart_out, int W, cudaStream_t stream,
-                              int *launches)
+                              bool with_self, REAL *gpart_out, int W, bool wide,
+                              cudaStream_t stream, int *launches)
 {
     GemmArgs<REAL> g = gemm_args<REAL>(n, species, order);
     GemmJob<REAL> &A = new_job<REAL>(g, P.mid, ga_out, ga_stride, true, false, nullptr);
@@ -447,12 +532,12 @@ static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *specie
         GemmJob<REAL> &S = new_job<REAL>(g, P.in, gpart_out, W, false, true, nullptr);
         add_term<REAL>(S, P.self_conn, true, P.conv, gy, P.conv.dim, false);
     }
-    return gemm_launch<REAL>(g, stream, launches);
+    return gemm_launch<REAL>(g, wide, stream, launches);
 }
 
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cudaStream_t stream,
-                                int *launches)
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bool wide,
+                                cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = a.L, &N = a.next;
     const int64_t n = a.n_local;
@@ -468,7 +553,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cu
         else
             add_term<REAL>(J, L.self_conn, false, L.in, a.hin, a.W, false);
     }
-    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
+    cudaError_t e = gemm_launch<REAL>(g, wide, stream, launches);
     if (e != cudaSuccess)
         return e;
     if (a.last) {
@@ -478,8 +563,8 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cu
         if (e != cudaSuccess)
             return e;
         return down_gemms<REAL>(L, n, a.species, order, a.y_save + n * L.conv.dim,
-                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream,
-                                launches);
+                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, wide,
+                                stream, launches);
     }
     e = node_kernel_launch(node_forward_kernel<REAL>, a, n,
                            node_smem<REAL>(std::max(L.conv.dim, L.out.dim), 2), stream,
@@ -491,11 +576,11 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cu
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
-    return gemm_launch<REAL>(g, stream, launches);
+    return gemm_launch<REAL>(g, wide, stream, launches);
 }
 
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, bool wide,
                                  cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = b.L, &P = b.prev;
@@ -507,7 +592,7 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
     GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
                                      L.sender_scale);
     add_term<REAL>(G, L.linear_1, true, L.in, b.dh1, L.in.dim, false);
-    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
+    cudaError_t e = gemm_launch<REAL>(g, wide, stream, launches);
     if (e != cudaSuccess)
         return e;
     e = node_kernel_launch(node_backward_kernel<REAL>, b, n,
@@ -515,16 +600,16 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
     if (e != cudaSuccess)
         return e;
     return down_gemms<REAL>(P, n, b.species, order, b.y_prev, b.ga_out, b.ga_stride,
-                            b.layer - 1 > 0, b.gpart_out, b.W, stream, launches);
+                            b.layer - 1 > 0, b.gpart_out, b.W, wide, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                    \
     template cudaError_t node_gemm_configure<REAL>(int);                                        \
     template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, const int *,      \
-                                                   cudaStream_t, int *);                        \
+                                                   bool, cudaStream_t, int *);                  \
     template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, const int *,    \
-                                                    cudaStream_t, int *);
+                                                    bool, cudaStream_t, int *);
 FNQ_INSTANTIATE(float)
 FNQ_INSTANTIATE(double)
 #undef FNQ_INSTANTIATE

@@ -1,7 +1,7 @@
 /*
  * node_gemm.cuh: the node-wise work of a layer over all of its atoms at once (node_gemm.cu),
  * instead of in the layer kernels' epilogues on 4 atoms per block. The e3nn linears become
- * GEMMs whose rows are (atom, m) and whose columns are channels, on 128 x 32 tiles staged in
+ * GEMMs whose rows are (atom, m) and whose columns are channels, on 128 x 32 (or 64) tiles in
  * shared memory (every weight read once per 128 rows, not once per 4 atoms); the norm and the
  * gate stay per atom in a small kernel between them. Forward, per layer but the last:
  *   y = linear_2(A) + self_connection(h)   (one GEMM launch)
@@ -31,14 +31,14 @@ template <typename REAL> cudaError_t node_gemm_configure(int epi_len);
 
 /* The node forward of layer a.layer (not the last), after its layer kernel wrote A. order: the
  * owned atoms in species order (species_order.cuh) where node_linears_per_species, else
- * nullptr. */
+ * nullptr. wide: FNQ_GEMM_WIDE's tiles (node_gemm.cu, gemm_launch). */
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, cudaStream_t stream,
-                                int *launches);
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bool wide,
+                                cudaStream_t stream, int *launches);
 
 /* The node backward that ends layer b.layer >= 1, once dh1 holds the owned atoms' rows. */
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, bool wide,
                                  cudaStream_t stream, int *launches);
 
 } // namespace fnqcu
