@@ -15,8 +15,10 @@ call, and the kernels taking most of it.
 """
 import argparse
 import collections
+import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -30,7 +32,6 @@ def structure(args, rep):
     if args.si:
         from ase.build import bulk
         return bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
-    import json
     with open(os.path.join(args.models, "nequip-peer.json")) as f:
         return mixed_crystal(rep, json.load(f)["type_names"])
 
@@ -91,11 +92,10 @@ def print_by_grid(prof, calls, top):
     """kernel time by (name, launch grid), from the profiler's trace (the events of
     prof.events() carry no grid): a GEMM's grid is its output's tiles, so this splits the
     GEMMs by shape"""
-    import json
-    import tempfile
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
-        trace = json.load(open(f.name))
+        with open(f.name) as t:
+            trace = json.load(t)
     by = collections.defaultdict(lambda: [0.0, 0])
     for ev in trace.get("traceEvents", []):
         if ev.get("cat") == "kernel" and "grid" in ev.get("args", {}):
