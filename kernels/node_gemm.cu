@@ -23,7 +23,7 @@ static_assert(kThreads == (kGemmBM / 4) * 8, "a 4 x TN tile per thread, 8 thread
 static_assert(kThreads == 16 * (kGemmBM / 8), "A tile loads: 16 k by 16 rows, 8 times");
 
 /* channels per tile of a destination block of N channels */
-template <typename REAL> __host__ __device__ constexpr int gemm_bn(int N, bool wide)
+template <typename REAL> constexpr int gemm_bn(int N, bool wide)
 {
     return wide && sizeof(REAL) == 4 && N >= 64 ? 64 : 32;
 }
@@ -61,7 +61,6 @@ template <typename REAL> struct GemmArgs {
     /* rows (atom, m) run over the atoms in this order: sorted by species where a linear has
      * weights per species, so a tile holds one species or few (nullptr: atom order) */
     const int *order;
-    int wide; /* gemm_bn's wide tiles */
     int n_jobs;
     int job_start[kGemmJobs + 1];
     GemmJob<REAL> job[kGemmJobs];
@@ -331,7 +330,8 @@ template <typename REAL> static bool rows_hold_vec4(const GemmJob<REAL> &J)
 /* One launch of linear_gemm_kernel<REAL, TN> over the tiles of the destination blocks whose
  * gemm_bn is 8 TN (the others get no tiles in it). */
 template <typename REAL, int TN>
-static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, cudaStream_t stream, int *launches)
+static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, bool wide, cudaStream_t stream,
+                                  int *launches)
 {
     int64_t tiles = 0;
     for (int j = 0; j < g.n_jobs; j++) {
@@ -340,7 +340,7 @@ static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, cudaStream_t stream, int *la
         int64_t t = 0;
         for (int b = 0; b < J.dst.n; b++) {
             J.tile_start[b] = (int)t;
-            const int bn = gemm_bn<REAL>(J.dst.mul[b], g.wide);
+            const int bn = gemm_bn<REAL>(J.dst.mul[b], wide);
             if (bn != 8 * TN)
                 continue;
             const int64_t rows = g.n_atoms * (2 * J.dst.l[b] + 1);
@@ -362,13 +362,12 @@ static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, cudaStream_t stream, int *la
 template <typename REAL>
 static cudaError_t gemm_launch(GemmArgs<REAL> &g, bool wide, cudaStream_t stream, int *launches)
 {
-    g.wide = wide;
     for (int j = 0; j < g.n_jobs; j++)
         g.job[j].y_vec4 = wide && rows_hold_vec4(g.job[j]);
-    cudaError_t e = gemm_launch_tn<REAL, 4>(g, stream, launches);
+    cudaError_t e = gemm_launch_tn<REAL, 4>(g, wide, stream, launches);
     if constexpr (sizeof(REAL) == 4)
         if (e == cudaSuccess && wide)
-            e = gemm_launch_tn<REAL, 8>(g, stream, launches);
+            e = gemm_launch_tn<REAL, 8>(g, wide, stream, launches);
     return e;
 }
 
