@@ -37,7 +37,7 @@ stops there ("could not"); other errors are reported and the next size is tried.
 usage: python bench/bench_nequip_peers.py --models DIR [--sizes 8,10,16,20,25,32,40]
            [--peers fnq,nequip-compiled,nequip-cueq,nequip-triton,nequip-torch,nequip-jax]
            (a peer `fnq:VAR=VALUE[:VAR=VALUE]` is fnq with those switches set, e.g.
-           fnq:FNQ_GEMM_WIDE=1, timed beside plain fnq in the same run)
+           fnq:FNQ_NODE_GEMM=0, timed beside plain fnq in the same run)
            [--modes model,periodic,ase] [--device cuda|cpu]
            [--compiled DIR/nequip-peer-oeq.nequip.pt2] [--min-seconds 2] [--out FILE]
 DIR holds what make_nequip_peer_model.py made (nequip-peer.fnqm, .nequip.zip, .json and the

@@ -160,8 +160,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
         FNQ_CUDA_CHECK(layer_forward_launch<REAL>(a, kc.smem_fwd, s->stream));
         s->launches_model++;
         if (a.node_split)
-            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, order, s->opt.gemm_wide, s->stream,
-                                                    &s->launches_model));
+            FNQ_CUDA_CHECK(node_forward_launch<REAL>(a, order, s->stream, &s->launches_model));
         if (!a.last && ghosts)
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->h1[l + 1].p, dm.layers[l + 1].in.tile_dim, true));
         if (s->opt.debug_layers) {
@@ -232,8 +231,7 @@ static enum fnq_status enqueue_model(State<REAL> *s, int64_t nl, int64_t na, int
             FNQ_CHECK(exchange_rows<REAL>(s, x, s->dh1.p, dm.layers[l].in.dim, false));
         }
         if (l > 0 && gemm) {
-            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, order, s->opt.gemm_wide, s->stream,
-                                                     &s->launches_model));
+            FNQ_CUDA_CHECK(node_backward_launch<REAL>(b, order, s->stream, &s->launches_model));
         } else if (l > 0 && !b.fused_epilogue) {
             FNQ_CUDA_CHECK(backward_epilogue_launch<REAL>(b, kc.smem_bwd, s->stream));
             s->launches_model++;

@@ -14,18 +14,19 @@ namespace fnqcu {
 
 /* A tile is 128 rows (atom, m) x BN channels; each thread a 4 x TN register tile: TN = 4
  * (BN 32), or TN = 8 (BN 64: the columns 4 tx .. 4 tx + 3 and 32 + 4 tx .. 32 + 4 tx + 3) for
- * a float32 destination block of 64 channels or more when wide tiles are on (twice the
- * products per tile for the same row table, instruction walk and A tiles: the transposed
- * linears have a K of 32 to 128, so that fixed work was as large as the products). */
+ * a float32 destination block of 64 channels or more (twice the products per tile for the
+ * same row table, instruction walk and A tiles: the transposed linears have a K of 32 to 128,
+ * so that fixed work was as large as the products; 0-2.5 % off a whole evaluation, the same
+ * bits: bench/NOTES.md, session 52). */
 constexpr int kGemmBM = 128, kGemmBK = 16;
 constexpr int kGemmTerms = 2, kGemmJobs = 2;
 static_assert(kThreads == (kGemmBM / 4) * 8, "a 4 x TN tile per thread, 8 threads a row");
 static_assert(kThreads == 16 * (kGemmBM / 8), "A tile loads: 16 k by 16 rows, 8 times");
 
 /* channels per tile of a destination block of N channels */
-template <typename REAL> constexpr int gemm_bn(int N, bool wide)
+template <typename REAL> constexpr int gemm_bn(int N)
 {
-    return wide && sizeof(REAL) == 4 && N >= 64 ? 64 : 32;
+    return sizeof(REAL) == 4 && N >= 64 ? 64 : 32;
 }
 
 /* One linear applied to x: rows of x in `src`'s layout (ir_mul), row of atom a at
@@ -46,7 +47,7 @@ template <typename REAL> struct GemmJob {
     int64_t sy;
     int y_tiled, accumulate;
     /* every 4 consecutive columns of a tile (from a multiple of 4) are 4 consecutive,
-     * 16-byte aligned values of y: the wide tiles' epilogue stores them as vectors
+     * 16-byte aligned values of y: the 128 x 64 tiles' epilogue stores them as vectors
      * (gemm_launch checks) */
     int y_vec4;
     const REAL *row_scale; /* [n_species], or nullptr */
@@ -330,8 +331,7 @@ template <typename REAL> static bool rows_hold_vec4(const GemmJob<REAL> &J)
 /* One launch of linear_gemm_kernel<REAL, TN> over the tiles of the destination blocks whose
  * gemm_bn is 8 TN (the others get no tiles in it). */
 template <typename REAL, int TN>
-static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, bool wide, cudaStream_t stream,
-                                  int *launches)
+static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, cudaStream_t stream, int *launches)
 {
     int64_t tiles = 0;
     for (int j = 0; j < g.n_jobs; j++) {
@@ -340,7 +340,7 @@ static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, bool wide, cudaStream_t stre
         int64_t t = 0;
         for (int b = 0; b < J.dst.n; b++) {
             J.tile_start[b] = (int)t;
-            const int bn = gemm_bn<REAL>(J.dst.mul[b], wide);
+            const int bn = gemm_bn<REAL>(J.dst.mul[b]);
             if (bn != 8 * TN)
                 continue;
             const int64_t rows = g.n_atoms * (2 * J.dst.l[b] + 1);
@@ -357,17 +357,17 @@ static cudaError_t gemm_launch_tn(GemmArgs<REAL> g, bool wide, cudaStream_t stre
     return cudaGetLastError();
 }
 
-/* wide (FNQ_GEMM_WIDE=1): float32 blocks of 64 channels or more on 128 x 64 tiles, in a launch
- * of their own, and vector stores where the rows allow them */
+/* float32 blocks of 64 channels or more on 128 x 64 tiles, in a launch of their own, with
+ * vector stores where the rows allow them; the other blocks on 128 x 32 */
 template <typename REAL>
-static cudaError_t gemm_launch(GemmArgs<REAL> &g, bool wide, cudaStream_t stream, int *launches)
+static cudaError_t gemm_launch(GemmArgs<REAL> &g, cudaStream_t stream, int *launches)
 {
     for (int j = 0; j < g.n_jobs; j++)
-        g.job[j].y_vec4 = wide && rows_hold_vec4(g.job[j]);
-    cudaError_t e = gemm_launch_tn<REAL, 4>(g, wide, stream, launches);
+        g.job[j].y_vec4 = rows_hold_vec4(g.job[j]);
+    cudaError_t e = gemm_launch_tn<REAL, 4>(g, stream, launches);
     if constexpr (sizeof(REAL) == 4)
-        if (e == cudaSuccess && wide)
-            e = gemm_launch_tn<REAL, 8>(g, wide, stream, launches);
+        if (e == cudaSuccess)
+            e = gemm_launch_tn<REAL, 8>(g, stream, launches);
     return e;
 }
 
@@ -521,8 +521,8 @@ static cudaError_t node_kernel_launch(void (*kernel)(ARGS), const ARGS &args, in
 template <typename REAL>
 static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *species,
                               const int *order, const REAL *gy, REAL *ga_out, int ga_stride,
-                              bool with_self, REAL *gpart_out, int W, bool wide,
-                              cudaStream_t stream, int *launches)
+                              bool with_self, REAL *gpart_out, int W, cudaStream_t stream,
+                              int *launches)
 {
     GemmArgs<REAL> g = gemm_args<REAL>(n, species, order);
     GemmJob<REAL> &A = new_job<REAL>(g, P.mid, ga_out, ga_stride, true, false, nullptr);
@@ -531,11 +531,11 @@ static cudaError_t down_gemms(const Layer<REAL> &P, int64_t n, const int *specie
         GemmJob<REAL> &S = new_job<REAL>(g, P.in, gpart_out, W, false, true, nullptr);
         add_term<REAL>(S, P.self_conn, true, P.conv, gy, P.conv.dim, false);
     }
-    return gemm_launch<REAL>(g, wide, stream, launches);
+    return gemm_launch<REAL>(g, stream, launches);
 }
 
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bool wide,
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order,
                                 cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = a.L, &N = a.next;
@@ -552,7 +552,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bo
         else
             add_term<REAL>(J, L.self_conn, false, L.in, a.hin, a.W, false);
     }
-    cudaError_t e = gemm_launch<REAL>(g, wide, stream, launches);
+    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
     if (e != cudaSuccess)
         return e;
     if (a.last) {
@@ -562,8 +562,8 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bo
         if (e != cudaSuccess)
             return e;
         return down_gemms<REAL>(L, n, a.species, order, a.y_save + n * L.conv.dim,
-                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, wide,
-                                stream, launches);
+                                a.ga_out, a.ga_stride, a.layer > 0, a.gpart_out, a.W, stream,
+                                launches);
     }
     e = node_kernel_launch(node_forward_kernel<REAL>, a, n,
                            node_smem<REAL>(std::max(L.conv.dim, L.out.dim), 2), stream,
@@ -575,11 +575,11 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bo
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
-    return gemm_launch<REAL>(g, wide, stream, launches);
+    return gemm_launch<REAL>(g, stream, launches);
 }
 
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, bool wide,
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
                                  cudaStream_t stream, int *launches)
 {
     const Layer<REAL> &L = b.L, &P = b.prev;
@@ -591,7 +591,7 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, 
     GemmJob<REAL> &G = new_job<REAL>(g, L.in, const_cast<REAL *>(b.gpart_in), b.W, false, true,
                                      L.sender_scale);
     add_term<REAL>(G, L.linear_1, true, L.in, b.dh1, L.in.dim, false);
-    cudaError_t e = gemm_launch<REAL>(g, wide, stream, launches);
+    cudaError_t e = gemm_launch<REAL>(g, stream, launches);
     if (e != cudaSuccess)
         return e;
     e = node_kernel_launch(node_backward_kernel<REAL>, b, n,
@@ -599,16 +599,16 @@ cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, 
     if (e != cudaSuccess)
         return e;
     return down_gemms<REAL>(P, n, b.species, order, b.y_prev, b.ga_out, b.ga_stride,
-                            b.layer - 1 > 0, b.gpart_out, b.W, wide, stream, launches);
+                            b.layer - 1 > 0, b.gpart_out, b.W, stream, launches);
 }
 
 #define FNQ_INSTANTIATE(REAL)                                                                   \
     template bool node_linears_per_species<REAL>(const DeviceModel<REAL> &);                    \
     template cudaError_t node_gemm_configure<REAL>(int);                                        \
     template cudaError_t node_forward_launch<REAL>(const ForwardArgs<REAL> &, const int *,      \
-                                                   bool, cudaStream_t, int *);                  \
+                                                   cudaStream_t, int *);                  \
     template cudaError_t node_backward_launch<REAL>(const BackwardArgs<REAL> &, const int *,    \
-                                                    bool, cudaStream_t, int *);
+                                                    cudaStream_t, int *);
 FNQ_INSTANTIATE(float)
 FNQ_INSTANTIATE(double)
 #undef FNQ_INSTANTIATE

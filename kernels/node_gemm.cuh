@@ -31,14 +31,14 @@ template <typename REAL> cudaError_t node_gemm_configure(int epi_len);
 
 /* The node forward of layer a.layer (not the last), after its layer kernel wrote A. order: the
  * owned atoms in species order (species_order.cuh) where node_linears_per_species, else
- * nullptr. wide: FNQ_GEMM_WIDE's tiles (node_gemm.cu, gemm_launch). */
+ * nullptr. */
 template <typename REAL>
-cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order, bool wide,
+cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order,
                                 cudaStream_t stream, int *launches);
 
 /* The node backward that ends layer b.layer >= 1, once dh1 holds the owned atoms' rows. */
 template <typename REAL>
-cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order, bool wide,
+cudaError_t node_backward_launch(const BackwardArgs<REAL> &b, const int *order,
                                  cudaStream_t stream, int *launches);
 
 } // namespace fnqcu

@@ -47,7 +47,6 @@ void fnq__options_read(struct fnq_options *o)
     o->skip = getenv("FNQ_SKIP") ? atoi(getenv("FNQ_SKIP")) : 0;
     o->lean_memory = equals("FNQ_LEAN_MEMORY", "1");
     o->node_gemm = equals("FNQ_NODE_GEMM", "0") ? 0 : equals("FNQ_NODE_GEMM", "1") ? 1 : -1;
-    o->gemm_wide = equals("FNQ_GEMM_WIDE", "1");
     o->tp_generic = equals("FNQ_TP_GENERIC", "1");
     o->allegro_chunk = getenv("FNQ_ALLEGRO_CHUNK") ? atoi(getenv("FNQ_ALLEGRO_CHUNK")) : 0;
     if (o->allegro_chunk < 0)

@@ -25,8 +25,6 @@ struct fnq_options {
     int node_gemm;        /* GPU node-wise work as GEMMs over all atoms (node_gemm.cuh) or in
                            * the layer kernels' epilogues: FNQ_NODE_GEMM=0 never, 1 always,
                            * else -1: by the atom count (cuda_run.cu, uses_node_gemm) */
-    int gemm_wide;        /* FNQ_GEMM_WIDE=1: float32 node GEMMs of 64 channels or more on
-                           * 128 x 64 tiles (node_gemm.cu; not yet measured on a GPU) */
     int atoms_per_block;  /* FNQ_ATOMS_PER_BLOCK=1|2|4: the GPU layer kernels' atoms per block
                            * in table mode (0: by the atom count, cuda_run.cu) */
     int cpu_pair_mb;      /* FNQ_CPU_PAIR_MB: MB for the CPU's stored radial weights (2048) */

@@ -3,9 +3,9 @@
 # the CLI on a 64-atom Si cell in float32 and float64, gpu_device_graph, and gpu_vs_cpu without
 # its deliberate out-of-memory case (--no-oom: the sanitizer reports every refused cudaMalloc).
 # The CLI runs again in the lean buffer layout (FNQ_LEAN_MEMORY=1: the slots of the backward
-# scratch and the node backward as kernels of their own) and with the node GEMMs on wide tiles
-# (FNQ_NODE_GEMM=1 FNQ_GEMM_WIDE=1), and the LAMMPS pair style on the GPU
-# (the lammps_gpu test: 1, 2 and 4 ranks, ghost rows exchanged) with every LAMMPS process under
+# scratch and the node backward as kernels of their own) and with the node GEMMs, which 64
+# atoms otherwise leave to the layer kernels' epilogues (FNQ_NODE_GEMM=1), and the LAMMPS
+# pair style on the GPU (the lammps_gpu test: 1, 2 and 4 ranks, ghost rows exchanged) with every LAMMPS process under
 # the tool (FNQ_LMP_WRAPPER, tests/lammps/lmputil.py; needs a LAMMPS build, scripts/gpu/gpu-lammps.sh).
 # Any error fails. Device machine, after a build into build-gpu (scripts/gpu/gpu-build.sh).
 # usage: gpu-sanitize.sh [--quick]   (--quick: gpu_vs_cpu under memcheck only)
@@ -54,7 +54,7 @@ for tool in memcheck racecheck initcheck synccheck; do
   done
   FNQ_LEAN_MEMORY=1 run $tool eval-si64-float32-lean $b/cli/fusednequip eval --device cuda \
     --dtype float32 nequix-mp-1 /tmp/fnq-si64.xyz
-  FNQ_NODE_GEMM=1 FNQ_GEMM_WIDE=1 run $tool eval-si64-float32-wide $b/cli/fusednequip eval \
+  FNQ_NODE_GEMM=1 run $tool eval-si64-float32-node-gemm $b/cli/fusednequip eval \
     --device cuda --dtype float32 nequix-mp-1 /tmp/fnq-si64.xyz
   run $tool gpu_device_graph $b/tests/gpu_device_graph
   # ctest's own exit status: LAMMPS' 99 from the tool fails the test

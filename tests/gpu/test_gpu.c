@@ -4,8 +4,7 @@
  *     triclinic cell: float32 energy within 1e-6 relative, forces within 1e-4 eV/A, stress
  *     within 1e-6 eV/A^3; float64 within 1e-10 relative;
  *   - the published Nequix values on the GPU;
- *   - bitwise identical energy and forces over 5 runs, in a fresh context, and with the node
- *     GEMMs' wide tiles (FNQ_GEMM_WIDE=1);
+ *   - bitwise identical energy and forces over 5 runs and in a fresh context;
  *   - kernel launches per evaluation <= 2 per layer + 6;
  *   - the periodic path's limits (too close, too many neighbours) worded as on the CPU;
  *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
@@ -157,34 +156,16 @@ static void check_determinism_and_launches(const struct test_structure *si)
     printf("determinism: 5 repeated runs and a fresh context bitwise identical: %s\n",
            same ? "yes" : "NO");
     CHECK(same, "GPU results are not bitwise reproducible");
-    /* the node GEMMs' wide tiles (FNQ_GEMM_WIDE=1) sum every output in the same order as the
-     * default tiles: the same bits */
-    if (!getenv("FNQ_GEMM_WIDE")) {
-        struct fnq_ctx *cw;
-        setenv("FNQ_GEMM_WIDE", "1", 1);
-        CHECK_OK(fnq_ctx_init(m, FNQ_DEVICE_CUDA, 0, FNQ_DTYPE_F32, &cw));
-        unsetenv("FNQ_GEMM_WIDE");
-        eval(cw, si, &again);
-        const int wide_same = again.e == first.e &&
-                              memcmp(again.f, first.f, sizeof(double) * 3 * (size_t)si->n) == 0;
-        printf("node GEMMs on wide tiles (FNQ_GEMM_WIDE=1) bitwise the default: %s\n",
-               wide_same ? "yes" : "NO");
-        CHECK(wide_same, "the wide node-GEMM tiles change the results");
-        result_free(&again);
-        fnq_ctx_free(cw);
-    }
     int32_t nl = 0, model = fnq_ctx_last_kernel_launches(c, &nl);
     const int L = fnq_model_num_layers(m);
     /* the lean buffer layout runs the node backward of layers 1 .. L-1 as kernels of their own */
     const char *lean_env = getenv("FNQ_LEAN_MEMORY"), *gemm_env = getenv("FNQ_NODE_GEMM");
-    const char *wide_env = getenv("FNQ_GEMM_WIDE");
     const int lean = lean_env && !strcmp(lean_env, "1");
-    /* the node GEMMs (unless FNQ_NODE_GEMM=0; nequix-mp-1's linears suit them): 3 launches
-     * more in each layer's forward, and in each layer's backward but the first; 5 with wide
-     * tiles (each GEMM a launch for its 32- and one for its 64-channel tiles) */
+    /* the node GEMMs (unless FNQ_NODE_GEMM=0; nequix-mp-1's linears suit them): up to 5
+     * launches more in each layer's forward, and in each layer's backward but the first (a GEMM
+     * is a launch for its 32- and one for its 64-channel tiles, node_gemm.cu) */
     const int gemm = !(gemm_env && !strcmp(gemm_env, "0"));
-    const int wide = wide_env && !strcmp(wide_env, "1");
-    const int limit = 2 * L + 6 + (gemm ? (wide ? 10 * L - 5 : 6 * L - 3) : lean ? L - 1 : 0);
+    const int limit = 2 * L + 6 + (gemm ? 10 * L - 5 : lean ? L - 1 : 0);
     printf("kernel launches per evaluation: model %d (limit %d = 2 x %d layers + 6%s), neighbour "
            "list %d\n",
            model, limit, L,
