@@ -5,8 +5,8 @@
 # The CLI runs again in the lean buffer layout (FNQ_LEAN_MEMORY=1: the slots of the backward
 # scratch and the node backward as kernels of their own) and with the node GEMMs, which 64
 # atoms otherwise leave to the layer kernels' epilogues (FNQ_NODE_GEMM=1), and the LAMMPS
-# pair style on the GPU (the lammps_gpu test: 1, 2 and 4 ranks, ghost rows exchanged) with every LAMMPS process under
-# the tool (FNQ_LMP_WRAPPER, tests/lammps/lmputil.py; needs a LAMMPS build, scripts/gpu/gpu-lammps.sh).
+# pair style on the GPU (the lammps_gpu test: 1, 2 and 4 ranks, ghost rows exchanged) with
+# every LAMMPS process under the tool (FNQ_LMP_WRAPPER, tests/lammps/lmputil.py; needs a LAMMPS build, scripts/gpu/gpu-lammps.sh).
 # Any error fails. Device machine, after a build into build-gpu (scripts/gpu/gpu-build.sh).
 # usage: gpu-sanitize.sh [--quick]   (--quick: gpu_vs_cpu under memcheck only)
 # FNQ_SANITIZE_ONLY=REGEX runs the runs whose "tool label" matches; FNQ_SANITIZE_TIMEOUT (s) each.

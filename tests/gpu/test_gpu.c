@@ -5,7 +5,8 @@
  *     within 1e-6 eV/A^3; float64 within 1e-10 relative;
  *   - the published Nequix values on the GPU;
  *   - bitwise identical energy and forces over 5 runs and in a fresh context;
- *   - kernel launches per evaluation <= 2 per layer + 6;
+ *   - kernel launches per evaluation <= 2 per layer + 6, plus the node GEMMs' or the lean
+ *     layout's launches;
  *   - the periodic path's limits (too close, too many neighbours) worded as on the CPU;
  *   - the caller's-neighbour-list path with ghosts (owner map and comm callbacks);
  *   - a caller's list (shuffled, with pairs beyond the cutoff) sorted on the GPU gives bitwise
