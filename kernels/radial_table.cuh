@@ -2,8 +2,8 @@
  * radial_table.cuh: staging for the radial weights from the layer's table (radial table mode,
  * core/src/radial_table.h), shared by the forward and backward layer kernels. Per edge: its
  * knot interval k and the cubic Hermite coefficients of t; per weight the column pass then
- * reads 4 table values (one load from L2; below) and makes 4 FMAs
- * (ColumnView::table_rows / hermite in tp_column.cuh), instead of the radial MLP (~70 % of
+ * reads 4 table values (one load from L2; below) and makes 3 FMAs
+ * (ColumnView::table_rows / weight_from in tp_column.cuh), instead of the radial MLP (~70 % of
  * the arithmetic of the exact path). The forward pass reads a 12-byte copy instead
  * (forward_table_coefs below, ColumnView::forward_table_rows).
  */
@@ -21,7 +21,8 @@ namespace fnqcu {
  *   dw/dt(t) =      h10'(t) m0 + h01'(t) dw0 + h11'(t) m1
  * with the cubic Hermite basis h.. of t; no difference of two rounded values. */
 
-/* Coefficients of the table row f in w at t, c[4], and in dw/dt, dc[4] */
+/* Coefficients of the table row f in w at t, c[4], and in dw/dt, dc[4]; c[0] = 1 and dc[0] = 0
+ * keep the rows 16 bytes for one vector load (table_weight / table_slope skip them) */
 template <typename REAL> __device__ __forceinline__ void hermite_coefs(REAL t, REAL *c, REAL *dc)
 {
     const REAL s = REAL(1) - t;
@@ -36,7 +37,8 @@ template <typename REAL> __device__ __forceinline__ void hermite_coefs(REAL t, R
 }
 
 /* The forward pass's table (Layer::rtab_wd, rtab_ab): the coefficients of (w, dw, a, b) in w,
- * c[4] = (1, t, h10(t), h11(t)), the last two times ab_unit (the unit of a and b in the table) */
+ * c[4] = (1, t, h10(t), h11(t)), the last two times ab_unit (the unit of a and b in the table;
+ * c[0] is skipped as for the backward's) */
 template <typename REAL>
 __device__ __forceinline__ void forward_table_coefs(REAL t, REAL ab_unit, REAL *c)
 {

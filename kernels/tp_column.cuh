@@ -123,14 +123,24 @@ __device__ __forceinline__ void tiled_values(const REAL *p, REAL *out)
         out[m] = __ldg(p + m * kTile);
 }
 
-/* w or dw/dt: the 4 table values f combined with their Hermite coefficients h
- * (radial_table.cuh) */
+/* w and dw/dt: the 4 table values f combined with their Hermite coefficients h
+ * (radial_table.cuh), whose first is 1 for w and 0 for dw/dt: left out, one instruction less
+ * each (the sums are the same bits: 1 f0 and 0 f0 are exact) */
 template <typename REAL>
-__device__ __forceinline__ REAL hermite_dot(const REAL (&h)[4], const REAL (&f)[4])
+__device__ __forceinline__ REAL table_weight(const REAL (&h)[4], const REAL (&f)[4])
 {
-    REAL s = h[0] * f[0];
+    REAL s = f[0];
 #pragma unroll
     for (int j = 1; j < 4; j++)
+        s += h[j] * f[j];
+    return s;
+}
+template <typename REAL>
+__device__ __forceinline__ REAL table_slope(const REAL (&h)[4], const REAL (&f)[4])
+{
+    REAL s = h[1] * f[1];
+#pragma unroll
+    for (int j = 2; j < 4; j++)
         s += h[j] * f[j];
     return s;
 }
@@ -203,17 +213,25 @@ template <typename REAL> struct ColumnView {
     {
         tiled_values<D>(base + ga_lane + (size_t)row * stride, g);
     }
-    /* the lane's D sender features of h1 row `row` (sender_of) */
-    template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
+    /* the lane's D sender features of h1 row `row` (sender_of), `skip` values on (a later
+     * tile of the block: tp_group.cuh's channels per lane) */
+    template <int D>
+    __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D], uint32_t skip = 0) const
     {
-        tiled_values<D>(h1 + in_lane + (size_t)row * (uint32_t)din, x);
+        tiled_values<D>(h1 + in_lane + skip + (size_t)row * (uint32_t)din, x);
     }
-    /* w or dw/dt of edge e: f combined with its coefficients at `coefs` (radial_table.cuh) */
-    __device__ __forceinline__ REAL hermite(uint32_t coefs, int e, const REAL (&f)[4]) const
+    /* w and dw/dt of edge e from its table values f (radial_table.cuh) */
+    __device__ __forceinline__ REAL weight_from(int e, const REAL (&f)[4]) const
     {
         REAL h[4];
-        hermite_coefs(coefs, e, h);
-        return hermite_dot(h, f);
+        hermite_coefs(coef, e, h);
+        return table_weight(h, f);
+    }
+    __device__ __forceinline__ REAL slope_from(int e, const REAL (&f)[4]) const
+    {
+        REAL h[4];
+        hermite_coefs(dcoef, e, h);
+        return table_slope(h, f);
     }
     __device__ __forceinline__ int sender_of(int e) const { return shared_at<int>(src + 4 * e); }
     __device__ __forceinline__ int receiver_of(int e) const { return shared_at<int>(recv + 4 * e); }
@@ -310,7 +328,7 @@ __device__ __forceinline__ void column_forward(const ColumnArgs<REAL> &ca, const
         for (int m3 = 0; m3 < T::D3; m3++)
             t[m3] = 0;
         T::fwd(x, y, t);
-        const REAL r = TAB ? c.hermite(c.coef, e, f) : c.weight(e);
+        const REAL r = TAB ? c.weight_from(e, f) : c.weight(e);
 #pragma unroll
         for (int m3 = 0; m3 < T::D3; m3++)
             acc[m3] += r * t[m3];
@@ -491,9 +509,9 @@ __device__ __forceinline__ void column_backward_body(const ColumnArgs<REAL> &ca,
             }
             REAL r;
             if constexpr (TAB) {
-                r = c.hermite(c.coef, e, f);
+                r = c.weight_from(e, f);
                 if (!ghost)
-                    dt = dr * c.hermite(c.dcoef, e, f);
+                    dt = dr * c.slope_from(e, f);
             } else {
                 r = c.weight(e);
                 if (!ghost)

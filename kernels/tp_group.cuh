@@ -104,7 +104,7 @@ __device__ __forceinline__ void group_forward(const ColumnArgs<REAL> &ca, const 
             for (int m = 0; m < T::D3; m++)
                 t[m] = 0;
             T::fwd(x, y + GL::y_off(k), t);
-            const REAL r = hermite_dot(h, f);
+            const REAL r = table_weight(h, f);
 #pragma unroll
             for (int m = 0; m < T::D3; m++)
                 acc[GL::acc_off(k) + m] += r * t[m];
@@ -196,9 +196,9 @@ __device__ __forceinline__ void group_backward(const ColumnArgs<REAL> &ca, const
                 for (int m = 0; m < T::D2; m++)
                     dr += y[GL::y_off(k) + m] * v[m];
             }
-            const REAL r = hermite_dot(h, f);
+            const REAL r = table_weight(h, f);
             if (!ghost)
-                dt += dr * hermite_dot(hd, f);
+                dt += dr * table_slope(hd, f);
             /* the reverse edge's Y_l2(-r) = (-1)^l2 Y_l2(r); a ghost's edge is used as is */
             const REAL fr = (Gr::L2[k] & 1) && !ghost ? -r : r;
 #pragma unroll
