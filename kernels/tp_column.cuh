@@ -125,7 +125,8 @@ __device__ __forceinline__ void tiled_values(const REAL *p, REAL *out)
 
 /* w and dw/dt: the 4 table values f combined with their Hermite coefficients h
  * (radial_table.cuh), whose first is 1 for w and 0 for dw/dt: left out, one instruction less
- * each (the sums are the same bits: 1 f0 and 0 f0 are exact) */
+ * each (the compiler may fuse the products in another order than before: float32 results
+ * moved by up to 1.1e-9 relative, bench/results/2026-12-02-h200-l0-tile-pairs-s53.md) */
 template <typename REAL>
 __device__ __forceinline__ REAL table_weight(const REAL (&h)[4], const REAL (&f)[4])
 {
@@ -213,12 +214,10 @@ template <typename REAL> struct ColumnView {
     {
         tiled_values<D>(base + ga_lane + (size_t)row * stride, g);
     }
-    /* the lane's D sender features of h1 row `row` (sender_of), `skip` values on (a later
-     * tile of the block: tp_group.cuh's channels per lane) */
-    template <int D>
-    __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D], uint32_t skip = 0) const
+    /* the lane's D sender features of h1 row `row` (sender_of) */
+    template <int D> __device__ __forceinline__ void x_row(uint32_t row, REAL (&x)[D]) const
     {
-        tiled_values<D>(h1 + in_lane + skip + (size_t)row * (uint32_t)din, x);
+        tiled_values<D>(h1 + in_lane + (size_t)row * (uint32_t)din, x);
     }
     /* w and dw/dt of edge e from its table values f (radial_table.cuh) */
     __device__ __forceinline__ REAL weight_from(int e, const REAL (&f)[4]) const
