@@ -24,14 +24,16 @@
  * float32), the largest error relative to a double-precision reference on sampled rows, and
  * the shrink (a systematic error toward zero, which a network's layers compound):
  * bench/results/2026-11-28-h200-gemm-3xtf32-s46.md, 2026-11-29-h200-gemm-3xtf32-s47.md and
- * 2026-11-29-h200-gemm-3xtf32-s48.md.
+ * 2026-11-29-h200-gemm-3xtf32-s48.md; at the node GEMMs' shapes of a NequIP model (a shape list
+ * with rows of its own), 2026-12-02-h200-occupancy-gemm-s55.md.
  * Build: nvcc -arch=sm_90a -O3 bench/gemm_3xtf32.cu -lcublas -o gemm_3xtf32; run: gemm_3xtf32
- * [rows [parts of forms' names, comma-separated]] (default 303,742: 4,096 atoms' active edges;
- * every form)
+ * [rows [parts of forms' names, comma-separated ("": every form) [KxNxM,...]]] (default
+ * 303,742 rows: 4,096 atoms' active edges; every form; the Allegro engine's K x N)
  */
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -518,9 +520,25 @@ static bool names_match(const char *name, const char *list)
 
 int main(int argc, char **argv)
 {
-    const int M = argc > 1 ? atoi(argv[1]) : 303742; /* 4,096 atoms' active edges */
-    const char *only = argc > 2 ? argv[2] : nullptr; /* the forms to time (and cuBLAS') */
-    const int shapes[][2] = {{576, 1024}, {1024, 1024}, {1024, 512}, {256, 1024}};
+    const int M0 = argc > 1 ? atoi(argv[1]) : 303742; /* 4,096 atoms' active edges */
+    const char *only = argc > 2 && argv[2][0] ? argv[2] : nullptr; /* forms to time (and cuBLAS') */
+    /* shapes: K x N at M0 rows, or (argv[3]) a list "KxNxM,..." with rows of their own */
+    std::vector<std::array<int, 3>> shapes = {
+        {576, 1024, M0}, {1024, 1024, M0}, {1024, 512, M0}, {256, 1024, M0}};
+    if (argc > 3) {
+        shapes.clear();
+        for (const char *q = argv[3]; *q;) {
+            int k, n, m, used = 0;
+            if (sscanf(q, "%dx%dx%d%n", &k, &n, &m, &used) != 3) {
+                fprintf(stderr, "bad shape list at '%s' (KxNxM,...)\n", q);
+                return 2;
+            }
+            shapes.push_back({k, n, m});
+            q += used;
+            if (*q == ',')
+                q++;
+        }
+    }
     cublasHandle_t h;
     cublasCreate(&h);
     cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
@@ -529,11 +547,11 @@ int main(int argc, char **argv)
     cublasSetEmulationStrategy(h_ex, CUBLAS_EMULATION_STRATEGY_EAGER);
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
-    printf("%s, M = %d rows\n", prop.name, M);
-    printf("| K | N | GEMM | ms | TFLOPS | speed-up over cuBLAS | error | shrink |\n"
-           "|---|---|---|---|---|---|---|---|\n");
+    printf("%s\n", prop.name);
+    printf("| M | K | N | GEMM | ms | TFLOPS | speed-up over cuBLAS | error | shrink |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     for (auto &sh : shapes) {
-        const int K = sh[0], N = sh[1];
+        const int K = sh[0], N = sh[1], M = sh[2];
         std::vector<float> A((size_t)M * K), B((size_t)K * N), Cv((size_t)M * N);
         srand(1);
         /* activations ~ silu outputs, weights ~ 1/sqrt(K): mixed signs and magnitudes */
@@ -595,8 +613,8 @@ int main(int argc, char **argv)
                 t_cublas = ms;
             double shrink;
             const double worst = error(A, B, Cv, M, N, K, &shrink);
-            printf("| %d | %d | %s | %.3f | %.1f | %.2fx | %.2e | %+.1e |\n", K, N, form.name, ms,
-                   flop / ms / 1e9, t_cublas / ms, worst, shrink);
+            printf("| %d | %d | %d | %s | %.3f | %.1f | %.2fx | %.2e | %+.1e |\n", M, K, N,
+                   form.name, ms, flop / ms / 1e9, t_cublas / ms, worst, shrink);
             fflush(stdout);
         }
         cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC), cudaFree(dAlo), cudaFree(dBtlo);
