@@ -1,6 +1,6 @@
 """A numpy reference evaluator of nequip-allegro's AllegroModel (docs/allegro.md), float64.
 
-It reads the weights that python/fusednequip/convert/allegro_reader.py extracts from a
+It reads the weights that python/fusednequip/convert/allegro/reader.py extracts from a
 package or checkpoint (`load_npz`) and computes the energy, per-atom energies, forces and
 stress of a structure: the definition the C and CUDA engines are tested against, written
 from the math, not from nequip-allegro's code. Plain numpy, slow, no torch: forces and stress
@@ -109,7 +109,7 @@ ACTIVATIONS = {
 
 
 def load_npz(path):
-    """(config, arrays) as allegro_reader.save_npz wrote them"""
+    """(config, arrays) as convert.allegro.reader.save_npz wrote them"""
     with np.load(path, allow_pickle=False) as z:
         cfg = json.loads(str(z["config"]))
         return cfg, {k: z[k] for k in z.files if k != "config"}

@@ -22,7 +22,7 @@ from ase.io import read  # noqa: E402
 
 from compare import check_ase_case, rel  # noqa: E402
 from fusednequip import FusedNequIPCalculator, Model  # noqa: E402
-from fusednequip.convert.allegro_fnqm import to_fnqm  # noqa: E402
+from fusednequip.convert.allegro.fnqm import to_fnqm  # noqa: E402
 
 from fusednequip import allegro_reference as R  # noqa: E402
 

@@ -15,7 +15,7 @@ pytest.importorskip("ase.io")
 from compare import check_allegro_cases  # noqa: E402 (after the skips: it needs numpy)
 
 from fusednequip import allegro_reference as R  # noqa: E402
-from fusednequip.convert.allegro_fnqm import read_fnqm, to_fnqm  # noqa: E402
+from fusednequip.convert.allegro.fnqm import read_fnqm, to_fnqm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "tests", "fixtures", "allegro")
@@ -70,7 +70,7 @@ def test_coupling_check_takes_a_float32_models_rounding():
     """A float32 model stores its coupling tensors rounded to float32 (the published Allegro
     models are float32): the reader accepts that rounding and nothing more; a float64 model's
     must agree to 1e-12."""
-    from fusednequip.convert.allegro_reader import same_coupling
+    from fusednequip.convert.allegro.reader import same_coupling
     cfg, _ = R.load_npz(WEIGHTS[-1])
     ours = R._tp_tensor(cfg["tps"][0])
     rounded = ours.astype(np.float32).astype(np.float64)

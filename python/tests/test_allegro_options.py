@@ -1,6 +1,6 @@
 """AllegroModel options beyond the committed fixtures, in memory (needs torch, nequip and
 nequip-allegro; skipped without): models built by nequip-allegro with other options than
-tests/fixtures/allegro have are read by fusednequip.convert.allegro_reader and evaluated by
+tests/fixtures/allegro have are read by fusednequip.convert.allegro.reader and evaluated by
 the numpy reference, which must give nequip's float64 energies, per-atom energies and forces
 (1e-12 / 1e-10 relative); options the reader does not know are refused with the config key
 named.
@@ -85,7 +85,7 @@ def structure(seed):
 def test_reference_equals_nequip_allegro(name):
     from nequip.data import AtomicDataDict, from_ase
     from nequip.data.transforms import NeighborListTransform
-    from fusednequip.convert.allegro_reader import read_graph_model
+    from fusednequip.convert.allegro.reader import read_graph_model
     options = ACCEPTED[name]
     model = build(options)
     cfg, arrays = read_graph_model(model, name)
@@ -108,8 +108,8 @@ def test_reference_equals_nequip_allegro(name):
 
 @pytest.mark.parametrize("key", sorted(REFUSED))
 def test_refused_by_name(key):
-    from fusednequip.convert.allegro_reader import read_graph_model
-    from fusednequip.convert.nequip_common import ConversionError
+    from fusednequip.convert.allegro.reader import read_graph_model
+    from fusednequip.convert.errors import ConversionError
     try:
         model = build(REFUSED[key])
     except Exception as err:  # noqa: BLE001 - an option this nequip-allegro lacks

@@ -3,7 +3,7 @@ nequip-allegro's own float64 outputs (tests/fixtures/allegro): energy and per-at
 to 1e-12 relative, forces and stress (finite differences of the reference's energy) to 1e-10
 (relative: max |ours - nequip| / max |nequip| per quantity). Needs numpy and ASE, not torch:
 the weights are the committed `<model>.weights.npz`. Where nequip-allegro is installed, the
-reader (fusednequip.convert.allegro_reader) extracts the same arrays from the committed
+reader (fusednequip.convert.allegro.reader) extracts the same arrays from the committed
 checkpoints.
 """
 import glob
@@ -52,7 +52,7 @@ CKPTS = sorted(glob.glob(os.path.join(FIXTURES, "*.ckpt")))
 @pytest.mark.parametrize("ckpt", CKPTS, ids=[os.path.basename(p)[:-5] for p in CKPTS])
 def test_reader_gives_the_committed_weights(ckpt):
     pytest.importorskip("allegro")
-    from fusednequip.convert.allegro_reader import read_allegro
+    from fusednequip.convert.allegro.reader import read_allegro
     cfg, arrays = read_allegro(ckpt)
     want_cfg, want = R.load_npz(ckpt[:-5] + ".weights.npz")
     drop = ("made_by", "read_by")  # versions: only packages record the maker

@@ -189,8 +189,8 @@ def main():
         # train with its model builders, SimpleLennardJones cannot be built by them: no
         # fixture file, so the converter's check is called on stand-ins of those modules)
         probe = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-                 "from fusednequip.convert.nequip_current import _pair_potential\n"
-                 "from fusednequip.convert.nequip_common import ConversionError\n"
+                 "from fusednequip.convert.nequip.current import _pair_potential\n"
+                 "from fusednequip.convert.errors import ConversionError\n"
                  "for kind in ('LennardJones', 'SimpleLennardJones'):\n"
                  "    try:\n"
                  "        _pair_potential(type(kind, (), {})(), 4.0, 6.0, 2, 'm.ckpt')\n"

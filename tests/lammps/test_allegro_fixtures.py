@@ -36,7 +36,7 @@ def write_fnqm(npz, path):
     sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
     try:
         from fusednequip.allegro_reference import load_npz
-        from fusednequip.convert.allegro_fnqm import to_fnqm
+        from fusednequip.convert.allegro.fnqm import to_fnqm
     except ImportError as e:  # numpy or the library missing: nothing to compare
         print(f"SKIP: cannot write the Allegro fixtures as .fnqm ({e})")
         sys.exit(77)

@@ -5,6 +5,6 @@
     fusednequip-convert last.ckpt model.fnqm          # nequip >= 0.7 checkpoint (needs nequip)
 """
 from .cli import convert, main
-from .nequip_common import ConversionError
+from .errors import ConversionError
 
 __all__ = ["convert", "main", "ConversionError"]

@@ -12,7 +12,7 @@ import os
 import sys
 import zipfile
 
-from .nequip_common import ConversionError
+from .errors import ConversionError
 
 
 def detect(path):
@@ -46,10 +46,10 @@ def convert(path, out, species=None):
     kind = detect(path)
     try:
         if kind == "classic":
-            from .nequip_classic import convert_classic
+            from .nequip.classic import convert_classic
             model = convert_classic(path, species)
         else:
-            from .nequip_current import convert_current
+            from .nequip.current import convert_current
             model = convert_current(path, species)
     except ConversionError as err:
         if str(err).startswith(str(path)):

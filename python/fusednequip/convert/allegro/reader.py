@@ -14,9 +14,9 @@ import zipfile
 
 import numpy as np
 
-from ..allegro_reference import _tp_tensor, parse_irreps
-from .nequip_common import ConversionError
-from .nequip_current import _is_package, _load, _maker_version, _np, _pair_potential
+from ...allegro_reference import _tp_tensor, parse_irreps
+from ..errors import ConversionError
+from ..nequip.current import _is_package, _load, _maker_version, _np, _pair_potential
 
 FUNC_CHILDREN = ("edge_norm", "radial_chemical_embed", "scalar_embed_mlp", "tensor_embed",
                  "allegro", "edge_readout", "edge_eng_sum", "per_type_energy_scale_shift",

@@ -12,9 +12,10 @@ import math
 
 import numpy as np
 
-from .e3nn_layout import parse_irreps, self_connection_factored
-from .elements import is_element
-from .nequip_common import ConversionError, activation, build_fnqm, fold_scalar_linear_alpha
+from ..e3nn_layout import parse_irreps, self_connection_factored
+from ..elements import is_element
+from ..errors import ConversionError
+from .common import activation, build_fnqm, fold_scalar_linear_alpha
 
 FUNC_CHILDREN = {"type_embed", "spharm", "edge_norm", "bessel_encode", "factor",
                  "per_atom_energy_readout", "per_type_energy_scale_shift", "total_energy_sum"}
@@ -150,9 +151,9 @@ def convert_current(path, species=None):
     if isinstance(graph_model, dict) or not hasattr(graph_model, "model"):
         raise ConversionError(f"{path}: holds several models or no GraphModel; only single "
                               f"NequIP models are supported")
-    from .allegro_reader import allegro_made_by, is_allegro, read_graph_model
+    from ..allegro.reader import allegro_made_by, is_allegro, read_graph_model
     if is_allegro(graph_model):
-        from .allegro_fnqm import to_fnqm
+        from ..allegro.fnqm import to_fnqm
         cfg, arrays = read_graph_model(graph_model, path, version,
                                        allegro_made_by(path, made_by), species)
         _check_elements(cfg["species"], cfg["type_names"], path)

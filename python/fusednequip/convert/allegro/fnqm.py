@@ -1,5 +1,5 @@
 """Allegro models in the .fnqm format (docs/model-format.md, "Allegro"): the reader's output
-(allegro_reader: a config and float64 arrays, docs/allegro.md) written as a .fnqm file with
+(reader.py: a config and float64 arrays, docs/allegro.md) written as a .fnqm file with
 `"architecture": "allegro"`, and read back into the same config and arrays (what the numpy
 reference, fusednequip.allegro_reference, evaluates). numpy only: no torch, no nequip.
 """
@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
-from .fnqm_writer import FORMAT, VERSION, FnqmModel
-from .nequip_common import ConversionError
+from ..fnqm_writer import FORMAT, VERSION, FnqmModel
+from ..errors import ConversionError
 
 ARCHITECTURE = "allegro"
 
@@ -22,7 +22,7 @@ def _mlp_out(model, cfg, arrays, name):
 
 
 def to_fnqm(cfg, arrays):
-    """FnqmModel of an Allegro model as allegro_reader.read_graph_model returns it"""
+    """FnqmModel of an Allegro model as reader.read_graph_model returns it"""
     m = FnqmModel()
     h = m.header
     a = lambda name: m.array(name, arrays[name])  # noqa: E731 - same name in file and arrays
@@ -81,7 +81,7 @@ def _records(f, listed):
 
 
 def read_fnqm(path):
-    """(config, arrays) of an Allegro .fnqm file, in allegro_reader's form"""
+    """(config, arrays) of an Allegro .fnqm file, in reader.py's form"""
     with open(path, "rb") as f:
         h = json.loads(f.readline())
         if h.get("format") != FORMAT or h.get("version") != VERSION:

@@ -5,12 +5,9 @@ import math
 
 import numpy as np
 
-from .e3nn_layout import conv_layer, format_irreps, linear_numel
-from .fnqm_writer import FnqmModel
-
-
-class ConversionError(Exception):
-    """A file that cannot be converted: the message names the option, field or problem."""
+from ..e3nn_layout import conv_layer, format_irreps, linear_numel
+from ..errors import ConversionError
+from ..fnqm_writer import FnqmModel
 
 
 def activation(name, scale=1.0):

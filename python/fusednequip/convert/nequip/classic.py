@@ -10,9 +10,10 @@ import re
 
 import numpy as np
 
-from .e3nn_layout import parse_irreps, self_connection_per_species
-from .elements import is_element
-from .nequip_common import ConversionError, activation, build_fnqm
+from ..e3nn_layout import parse_irreps, self_connection_per_species
+from ..elements import is_element
+from ..errors import ConversionError
+from .common import activation, build_fnqm
 
 EXTRA_KEYS = ["config", "nequip_version", "r_max", "n_species", "type_names", "model_dtype",
               "default_dtype"]
