@@ -1,7 +1,7 @@
 /*
  * gemm_3xtf32.cu: how fast can a float32-accurate tensor-core GEMM of our own be against cuBLAS'
  * float32 (SIMT) GEMM at the Allegro engine's shapes (rows = edges, K and N = 1024 or so)? The
- * way to kernels/gemm_3xtf32.cu, the engine's GEMM on Hopper (issue 50, docs/allegro.md).
+ * way to kernels/gemm/gemm_3xtf32.cu, the engine's GEMM on Hopper (issue 50, docs/allegro.md).
  *
  * C = A B, row-major float32. Each operand value x is split into hi (x itself: the tensor core
  * reads a TF32 operand's top 19 bits) and lo (the rest), and a run of 32 values of k sums

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How many of a domain's edges come from its ghosts: the work of the backward's ghost-sender
-pass (kernels/layer_backward.cu, GHOST mode), which one rank with folded ghosts does not do.
+pass (kernels/nequip/layer_backward.cu, GHOST mode), which one rank with folded ghosts does not do.
 A cube of N^3 diamond Si cells (a = 5.43 A) owned by one rank, every ghost within the ghost
 cutoff around it (images of the cube: what LAMMPS gives a rank of a weak-scaling run, whose
 neighbours hold the same lattice), pairs closer than the model cutoff counted brute force.

@@ -26,7 +26,7 @@ PairStyle(fusednequip,PairFusedNequip);
 
 namespace LAMMPS_NS {
 
-struct FusedNequipImpl;    // library handles and buffers (pair_fusednequip.cpp)
+struct FusedNequipImpl;    // library handles and buffers (pair_fusednequip_impl.h)
 
 class PairFusedNequip : public Pair {
  public:

@@ -1,5 +1,5 @@
-"""The library's Allegro engines, on the CPU (core/src/allegro_eval.inc) and on the GPU
-(kernels/allegro_engine.cu), against nequip-allegro's own float64 outputs
+"""The library's Allegro engines, on the CPU (core/src/allegro/allegro_eval.inc) and on the GPU
+(kernels/allegro/allegro_engine.cu), against nequip-allegro's own float64 outputs
 (tests/fixtures/allegro, made by nequip-allegro itself): each fixture written as .fnqm and
 evaluated through FusedNequIPCalculator gives nequip-allegro's energy, per-atom energies, forces
 and stress to 1e-10 relative in float64 and 1e-5 in float32 (relative: max |ours - nequip| /

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA Allegro engine (kernels/allegro_engine.cu) on a GPU machine, in parts (PARTS, default
+# The CUDA Allegro engine (kernels/allegro/allegro_engine.cu) on a GPU machine, in parts (PARTS, default
 # "tests"; several: PARTS="tests peer"):
 #   tests  the Allegro GPU tests on a carried or built build-gpu/: gpu_allegro's pytest run (the
 #          fixtures in both precisions, ghosts, small chunks, bitwise repeats; pytest from

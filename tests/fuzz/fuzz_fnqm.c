@@ -1,5 +1,5 @@
 /*
- * fuzz_fnqm.c: libFuzzer harness of the .fnqm reader (core/src/model_load.c, fnqm_arrays.c,
+ * fuzz_fnqm.c: libFuzzer harness of the .fnqm reader (core/src/model/model_load.c, fnqm_arrays.c,
  * fnqm_load.c, loader.c, npy.c).
  *
  * A .fnqm model is one file (docs/model-format.md), not a directory or an archive: a JSON

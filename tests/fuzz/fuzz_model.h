@@ -13,7 +13,7 @@
 #include "fnq.h"
 #include "fuzz_common.h"
 
-#include "model.h" /* the harnesses link the static library and see its internals */
+#include "model/model.h" /* the harnesses link the static library and see its internals */
 
 /* Inputs above this size, or models with more work per edge than FUZZ_EVAL_MAX_WORK, load but
  * are not evaluated: the real 2.8 MB Nequix models take a few ms each under the sanitizers,

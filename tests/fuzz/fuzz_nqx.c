@@ -1,5 +1,5 @@
 /*
- * fuzz_nqx.c: libFuzzer harness of the Nequix .nqx reader (core/src/model_load.c, nqx_load.c,
+ * fuzz_nqx.c: libFuzzer harness of the Nequix .nqx reader (core/src/model/model_load.c, nqx_load.c,
  * loader.c, npy.c): the input is a whole .nqx file (a JSON config line, then the model's .npy
  * leaves in equinox order). Seeds: tests/fuzz/seeds/nqx (small synthetic models made by
  * tests/fuzz/make_nqx_seeds.py) and, at run time, the real models in the model directory

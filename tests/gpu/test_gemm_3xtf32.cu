@@ -1,5 +1,5 @@
 /*
- * test_gemm_3xtf32.cu: the Allegro engine's tensor-core GEMM (kernels/gemm_3xtf32.cuh) against
+ * test_gemm_3xtf32.cu: the Allegro engine's tensor-core GEMM (kernels/gemm/gemm_3xtf32.cuh) against
  * a double-precision reference. Skipped without a GPU, on GPUs other than compute capability
  * 9.0, and in builds without architecture 90 (the engine then uses cuBLAS):
  *   - shapes with tails everywhere (rows not a multiple of 128, k not of 32, n not of 128),
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fnq_test.h"
-#include "gemm_3xtf32.cuh"
+#include "gemm/gemm_3xtf32.cuh"
 
 /* gemm_3xtf32 returns a CUDA error (it stands alone, without the library's error state) */
 #define CHECK_CUDA(expr)                                                                         \

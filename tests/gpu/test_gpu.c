@@ -477,7 +477,7 @@ static void check_caller_list(const struct test_structure *si, int bad_lists)
     fnq_model_free(m);
 }
 
-/* The periodic path's limits, checked on the GPU (kernels/atom_limits.cu), stop with the
+/* The periodic path's limits, checked on the GPU (kernels/graph/atom_limits.cu), stop with the
  * messages the CPU context gives (its host builder words them), and the context recovers */
 static void check_periodic_limits(const struct test_structure *si)
 {

@@ -9,7 +9,7 @@ needs (no per-layer exchange, no folding of ghosts onto their owners: the log sa
 forces on ghosts go back to their owners through LAMMPS' reverse communication.
 
 With FNQ_LAMMPS_DEVICE=cuda (CTest lammps_allegro_fixtures_gpu; exits 77 without a usable
-GPU) the same on one GPU (kernels/allegro_engine.cu), the periodic cases also on 2 ranks sharing
+GPU) the same on one GPU (kernels/allegro/allegro_engine.cu), the periodic cases also on 2 ranks sharing
 it.
 
 Structures: a periodic triclinic cell, a cell shorter than the cutoff, a molecule (boundary

@@ -1,5 +1,5 @@
 /*
- * test_allegro_edges.c: the GPU engine's active-edge list (core/src/allegro_edges.c) equals a
+ * test_allegro_edges.c: the GPU engine's active-edge list (core/src/allegro/allegro_edges.c) equals a
  * plain walk over the graph with the CPU engine's rule (allegro_eval.inc: an edge takes part
  * where d / r_c(t_i, t_j) <= 1 with per-edge-type cutoffs, else always, and never at zero
  * length): the same edges, in edge order, each centre's from its offset; and the same list
@@ -12,9 +12,9 @@
 #include <omp.h>
 #endif
 
-#include "allegro.h"
+#include "allegro/allegro.h"
 #include "fnq_test.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 /* the plain walk: start[n_local + 1] and index[] (returns the count) */
 static int64_t walk(const struct fnq_model *m, const struct fnq_graph *g, int64_t *start,

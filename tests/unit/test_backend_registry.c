@@ -10,8 +10,8 @@
  */
 #include <string.h>
 
-#include "allegro.h"
-#include "backend.h"
+#include "allegro/allegro.h"
+#include "backend/backend.h"
 #include "fnq_test.h"
 
 #ifndef FNQ_TEST_EXPECT_CUDA

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cg.h"
+#include "math/cg.h"
 #include "fnq_test.h"
-#include "sh.h"
+#include "math/sh.h"
 
 static void check_cg(void)
 {

@@ -13,7 +13,7 @@
 #endif
 
 #include "fnq_test.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 struct pairs {
     int64_t n_local, n_all, n; /* atoms owned, with ghosts; pairs */

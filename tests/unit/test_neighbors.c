@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fnq_test.h"
-#include "graph.h"
+#include "graph/graph.h"
 
 struct pair {
     int64_t i, j;

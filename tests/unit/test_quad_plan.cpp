@@ -1,5 +1,5 @@
 /*
- * test_quad_plan.cpp: the quads plan of the CUDA node linears (kernels/quad_plan.cpp) on the
+ * test_quad_plan.cpp: the quads plan of the CUDA node linears (kernels/nequip/quad_plan.cpp) on the
  * linears of a Nequix layer and on ones that must not run by quads: every output quad gets
  * exactly one unit per slice, blocks start aligned and do not overlap, slices partition each
  * sum, and the chosen plan is no slower by its own model than not splitting at all.
@@ -9,8 +9,8 @@
 
 #include <vector>
 
-#include "model.h"
-#include "quad_plan.h"
+#include "model/model.h"
+#include "nequip/quad_plan.h"
 
 using fnqcu::QuadBlock;
 

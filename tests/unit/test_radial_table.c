@@ -1,12 +1,12 @@
 /*
  * test_radial_table.c: the radial-weight tables of the CUDA backend's table mode
- * (core/src/radial_table.h), on the host: the exact w(r) and dw/dr against central finite
+ * (core/src/math/radial_table.h), on the host: the exact w(r) and dw/dr against central finite
  * differences; the cubic Hermite interpolant against the exact MLP at random distances
  * (weights and derivatives), exact at the knots, and converging at fourth order (halving the
  * interval divides the error by ~16).
  */
 #include "fnq_test.h"
-#include "radial_table.h"
+#include "math/radial_table.h"
 
 static void interpolate(const struct fnq_radial_table *t, double d, double *w, double *dw)
 {
