@@ -5,6 +5,10 @@
 # also make build/venv with the packages the Python tests use (ASE, NumPy, pytest, from the
 # package registry), and install Debian's torch and PyYAML for the system Python, which the
 # NequIP 0.6 converter test uses. Safe to run again.
+#
+# FNQ_ENABLE_CUDA=AUTO|ON|OFF (default AUTO: the CUDA backend is built where nvcc is found)
+# and FNQ_TARGETS (default: everything; e.g. "lmp_fusednequip") choose what is built;
+# FNQ_CMAKE_ARGS adds CMake arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +30,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$(scripts/lammps-headers.sh)")
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DFNQ_LAMMPS_HEADERS="$(scripts/lammps-headers.sh)"
+  -DFNQ_ENABLE_CUDA="${FNQ_ENABLE_CUDA:-AUTO}")
 if ((with_python)); then
   if [ ! -f build/venv/.fnq-ready ]; then
     echo "setup: creating build/venv (ase, numpy, pytest)"
@@ -40,4 +45,6 @@ if ((with_python)); then
 fi
 
 cmake -S . -B build "${cmake_args[@]}" ${FNQ_CMAKE_ARGS:-} >/dev/null
-cmake --build build -j "$(nproc)"
+targets=()
+for t in ${FNQ_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build build -j "$(nproc)" "${targets[@]}"
