@@ -13,7 +13,7 @@ if [ -z "${FNQ_ENABLE_CUDA:-}" ] && ! nvidia-smi -L >/dev/null 2>&1; then
   export FNQ_ENABLE_CUDA=OFF
   echo "run-example: no GPU found: building the CPU backend only (FNQ_ENABLE_CUDA=ON builds the CUDA kernels too)"
 fi
-echo "run-example: set up and build (about 4 minutes on a fresh 2-core machine), then 50 MD steps"
+echo "run-example: set up (Debian packages if missing) and build (about a minute on 2 cores), then 50 MD steps"
 FNQ_TARGETS=lmp_fusednequip scripts/setup.sh
 cd examples/si-diamond
 # LAMMPS runs one OpenMP thread per rank unless told otherwise; the library's loops use them all
