@@ -4,7 +4,7 @@
 # UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), then a short fuzzing run of the model and
 # structure file readers, 60 s per reader (scripts/test-fuzz.sh; FNQ_FUZZ_SECONDS changes it, 0
 # skips it). Arguments replace that selection and go to ctest, e.g. `-L slow` (the 512-atom NVE
-# run; its time: docs/developers.md) or `-L lammps`. About 20 minutes on 2 cores (README.md).
+# run; its time: docs/developers.md) or `-L lammps`. About 45 minutes on 2 cores (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "test: set up, build, CTest, sanitizers, fuzzing (about 45 minutes on 2 cores, a third of it the sanitized Python tests)"
