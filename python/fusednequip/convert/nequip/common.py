@@ -25,7 +25,8 @@ def build_fnqm(d):
     family, notes, num_parameters, species, cutoff, bessel_freq, polynomial_p, lmax,
     sh_parity ("natural"/"even"), irreps_sh, embedding_irreps, embedding [T, dim],
     layers: list of dicts {hidden, scalar_acts, gate_acts, linear_1, sender_scale [T],
-        radial: [matrices with every scaling folded in], radial_act, linear_2,
+        radial: [matrices with every scaling folded in] (or radial_for: f(layout, irreps_in)
+        -> (matrices, the layout's paths in the matrices' column order)), radial_act, linear_2,
         self_connection (None, or f(irreps_in, irreps_gate_in) -> per-species linear weights
         [T, n]), resnet, expect_out (optional)},
     readout: list of (irreps_in or None for "last layer output", irreps_out, flat weights),
@@ -64,7 +65,11 @@ def build_fnqm(d):
         j["linear_1"] = f.array(p + "linear_1", lin1)
         j["sender_scale"] = f.array(p + "sender_scale",
                                     np.broadcast_to(np.asarray(L["sender_scale"], float), (T,)))
-        mats = [np.asarray(w, dtype=np.float64) for w in L["radial"]]
+        if "radial_for" in L:  # the reader orders the paths (sevenn: by its stored columns)
+            radial, lay["paths"] = L["radial_for"](lay, prev)
+        else:
+            radial = L["radial"]
+        mats = [np.asarray(w, dtype=np.float64) for w in radial]
         if mats[0].shape[0] != bessel.size or mats[-1].shape[1] != lay["n_radial_weights"] or \
                 any(a.shape[1] != b.shape[0] for a, b in zip(mats, mats[1:])):
             raise ConversionError(
