@@ -95,10 +95,14 @@ __device__ __forceinline__ void sh_grad_column(const Geometry &g, const double *
         dn[k] = g.lmax >= 1 ? s3 * a[(1 + k) * stride] : 0.0;
 }
 
-/* The radial basis' polynomial cutoff envelope f(d) and df/dd */
+/* The radial basis' cutoff envelope f(d) and df/dd: polynomial, or XPLOR */
 __device__ __forceinline__ void radial_envelope(const Geometry &g, double d, double *f,
                                                 double *df)
 {
+    if (g.xplor_r_on > 0.0) {
+        xplor_envelope(g.xplor_r_on, g.cutoff, d, f, df);
+        return;
+    }
     poly_envelope(g.poly_p, d / g.cutoff, f, df);
     *df /= g.cutoff;
 }

@@ -19,4 +19,16 @@ __device__ __forceinline__ void poly_envelope(double p, double u, double *f, dou
     }
 }
 
+/* SevenNet's XPLOR switch f(d) and df/dd (the host's is fnq__xplor_envelope) */
+__device__ __forceinline__ void xplor_envelope(double r_on, double rc, double d, double *f,
+                                               double *df_dd)
+{
+    *f = d < rc ? 1.0 : 0.0, *df_dd = 0.0;
+    if (d >= r_on && d < rc) {
+        const double a = rc * rc - d * d, w = rc * rc - r_on * r_on, den = w * w * w;
+        *f = a * a * (rc * rc + 2.0 * d * d - 3.0 * r_on * r_on) / den;
+        *df_dd = 12.0 * d * a * (r_on * r_on - d * d) / den;
+    }
+}
+
 } // namespace fnqcu

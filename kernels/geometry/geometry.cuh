@@ -24,6 +24,7 @@ struct Geometry {
     const ShTerm *terms;
     int n_basis;
     double cutoff, poly_p;
+    double xplor_r_on; /* > 0: the XPLOR envelope (model.h) */
     const double *bessel_freq;
     /* radial features per edge after Y: the basis (n_rfeat = n_basis), or in table mode
      * (table = 1) the knot interval k and t in [0, 1] of |r| = (k + t) h (n_rfeat = 2) */

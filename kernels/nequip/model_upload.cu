@@ -530,6 +530,7 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
     g.n_basis = m->n_basis;
     g.cutoff = m->cutoff;
     g.poly_p = m->poly_p;
+    g.xplor_r_on = m->xplor_r_on;
     FNQ_CHECK(upload<double>(al, m->bessel_freq, (size_t)m->n_basis, &g.bessel_freq));
     g.sh_generic = c.sh_generic;
     g.table = table_intervals > 0;

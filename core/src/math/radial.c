@@ -1,5 +1,6 @@
 /*
- * radial.c: Bessel basis times polynomial envelope, and the derivative for forces.
+ * radial.c: Bessel basis times the envelope (polynomial or XPLOR), and the derivative for
+ * forces.
  */
 #include "math/radial.h"
 
@@ -19,12 +20,26 @@ void fnq__poly_envelope(double p, double u, double *f, double *df_du)
     }
 }
 
+void fnq__xplor_envelope(double r_on, double rc, double d, double *f, double *df_dd)
+{
+    *f = d < rc ? 1.0 : 0.0, *df_dd = 0.0;
+    if (d >= r_on && d < rc) {
+        const double a = rc * rc - d * d, w = rc * rc - r_on * r_on, den = w * w * w;
+        *f = a * a * (rc * rc + 2.0 * d * d - 3.0 * r_on * r_on) / den;
+        *df_dd = 12.0 * d * a * (r_on * r_on - d * d) / den;
+    }
+}
+
 void fnq__radial_basis(const struct fnq_model *m, double d, double *basis, double *dbasis)
 {
     const double rc = m->cutoff;
     double f, df;
-    fnq__poly_envelope(m->poly_p, d / rc, &f, &df);
-    df /= rc;
+    if (m->xplor_r_on > 0.0) {
+        fnq__xplor_envelope(m->xplor_r_on, rc, d, &f, &df);
+    } else {
+        fnq__poly_envelope(m->poly_p, d / rc, &f, &df);
+        df /= rc;
+    }
     const double pre = 2.0 / rc;
     for (int32_t n = 0; n < m->n_basis; n++) {
         double w = m->bessel_freq[n] / rc;

@@ -15,7 +15,9 @@
 #include "model/npy.h"
 
 #define FNQM_FORMAT "fusednequip-model"
-#define FNQM_VERSION 1
+/* version 2 adds radial_basis.envelope (the XPLOR envelope of SevenNet); a version-1 file
+ * is read as before */
+#define FNQM_VERSION 2
 
 struct fnqm_array {
     char name[96];

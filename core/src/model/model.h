@@ -192,7 +192,7 @@ struct fnq_pair_potential {
 struct fnq_allegro; /* allegro.h */
 
 struct fnq_model {
-    char family[16]; /* "nequix" | "nequip" */
+    char family[16]; /* "nequix", "nequip", "allegro", "sevenn": shown by info */
     char source[4096];
     int64_t n_params; /* parameters as counted by the original framework */
 
@@ -204,6 +204,7 @@ struct fnq_model {
     int32_t n_basis;
     double *bessel_freq; /* [n_basis]: B_n(r) = 2/rc * sin(freq_n * r / rc) / r */
     double poly_p;       /* polynomial cutoff envelope exponent */
+    double xplor_r_on;   /* > 0: SevenNet's XPLOR envelope from r_on to the cutoff instead */
     int32_t lmax_sh;
     struct fnq_sh_plan sh;
 

@@ -268,8 +268,12 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
             al->n_scalar, al->n_tensor,
             al->cut_by_type ? ", per-edge-type cutoffs" : "", al->n_basis, m->lmax_sh);
     } else {
-        PUT("radial basis: %d Bessel functions\nspherical harmonics: l <= %d\n", m->n_basis,
-            m->lmax_sh);
+        if (m->xplor_r_on > 0.0)
+            PUT("radial basis: %d Bessel functions, XPLOR envelope from %.10g A\n", m->n_basis,
+                m->xplor_r_on);
+        else
+            PUT("radial basis: %d Bessel functions\n", m->n_basis);
+        PUT("spherical harmonics: l <= %d\n", m->lmax_sh);
     }
     for (int32_t i = 0; i < m->n_layers; i++) {
         const struct fnq_layer *L = &m->layers[i];

@@ -174,6 +174,35 @@ static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const c
     return st;
 }
 
+/* radial_basis.envelope: absent or {"kind": "polynomial"} (with radial_basis.polynomial_p), or
+ * {"kind": "xplor", "r_on": r} with 0 < r < cutoff (docs/model-format.md) */
+static enum fnq_status read_envelope(const cJSON *rb, const char *file, struct fnq_model *m)
+{
+    const cJSON *env = fnq__fnqm_field(rb, "envelope");
+    const cJSON *kind = env ? fnq__fnqm_field(env, "kind") : NULL;
+    if (env && !cJSON_IsString(kind))
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: header field 'radial_basis.envelope.kind' must be a string", file);
+    if (kind && !strcmp(kind->valuestring, "xplor")) {
+        FNQ_CHECK(fnq__fnqm_number(env, "r_on", file, "radial_basis.envelope.r_on",
+                                   &m->xplor_r_on));
+        if (!(m->xplor_r_on > 0.0 && m->xplor_r_on < m->cutoff))
+            return fnq__fail(FNQ_STATUS_FORMAT,
+                             "%s: header field 'radial_basis.envelope.r_on' must lie between 0 "
+                             "and the cutoff (%g)", file, m->cutoff);
+        return FNQ_STATUS_OK;
+    }
+    if (kind && strcmp(kind->valuestring, "polynomial"))
+        return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                         "%s: radial_basis.envelope.kind '%s' is not supported (polynomial, "
+                         "xplor)", file, kind->valuestring);
+    FNQ_CHECK(fnq__fnqm_number(rb, "polynomial_p", file, "radial_basis.polynomial_p", &m->poly_p));
+    if (!(m->poly_p >= 1.0))
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: header field 'radial_basis.polynomial_p' must be >= 1", file);
+    return FNQ_STATUS_OK;
+}
+
 /* ---- parts of the model ---- */
 
 static enum fnq_status read_geometry(const cJSON *h, const struct fnqm_arrays *a,
@@ -187,10 +216,7 @@ static enum fnq_status read_geometry(const cJSON *h, const struct fnqm_arrays *a
     const cJSON *rb = fnq__fnqm_field(h, "radial_basis");
     FNQ_CHECK(fnq__fnqm_need(rb, file, "radial_basis"));
     FNQ_CHECK(fnq__fnqm_int(fnq__fnqm_field(rb, "n_basis"), file, "radial_basis.n_basis", 1, 128, &m->n_basis));
-    FNQ_CHECK(fnq__fnqm_number(rb, "polynomial_p", file, "radial_basis.polynomial_p", &m->poly_p));
-    if (!(m->poly_p >= 1.0))
-        return fnq__fail(FNQ_STATUS_FORMAT,
-                         "%s: header field 'radial_basis.polynomial_p' must be >= 1", file);
+    FNQ_CHECK(read_envelope(rb, file, m));
     int64_t shape[1] = {m->n_basis};
     FNQ_CHECK(fnq__fnqm_need(fnq__fnqm_field(rb, "bessel_freq"), file, "radial_basis.bessel_freq"));
     FNQ_CHECK(fnq__fnqm_array_get(a, "radial_basis.bessel_freq", fnq__fnqm_field(rb, "bessel_freq"), 1,
@@ -479,10 +505,10 @@ enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
     const char *file = a->file;
     int32_t version = 0;
     FNQ_CHECK(fnq__fnqm_int(fnq__fnqm_field(h, "version"), file, "version", 0, 1 << 30, &version));
-    if (version != FNQM_VERSION)
+    if (version < 1 || version > FNQM_VERSION)
         return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                         "%s: .fnqm format version %d; this build of fusednequip reads version "
-                         "%d",
+                         "%s: .fnqm format version %d; this build of fusednequip reads versions "
+                         "1 to %d",
                          file, version, FNQM_VERSION);
     /* the architecture (absent: NequIP's message passing); another is refused by name rather
      * than read as something else */

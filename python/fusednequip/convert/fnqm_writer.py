@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 FORMAT = "fusednequip-model"
-VERSION = 1
+VERSION = 1  # the version a file needs: 2 where it uses a version-2 field (envelope)
 
 
 class FnqmModel:

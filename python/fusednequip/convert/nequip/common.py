@@ -22,7 +22,8 @@ def _check_count(what, got, want):
 
 def build_fnqm(d):
     """d: dict with keys
-    family, notes, num_parameters, species, cutoff, bessel_freq, polynomial_p, lmax,
+    family, notes, num_parameters, species, cutoff, bessel_freq, polynomial_p (or envelope:
+    the header's radial_basis.envelope object), lmax,
     sh_parity ("natural"/"even"), irreps_sh, embedding_irreps, embedding [T, dim],
     layers: list of dicts {hidden, scalar_acts, gate_acts, linear_1, sender_scale [T],
         radial: [matrices with every scaling folded in] (or radial_for: f(layout, irreps_in)
@@ -40,8 +41,12 @@ def build_fnqm(d):
               "species": list(d["species"]), "cutoff": float(d["cutoff"])})
     bessel = np.asarray(d["bessel_freq"], dtype=np.float64).ravel()
     h["radial_basis"] = {"n_basis": int(bessel.size),
-                         "bessel_freq": f.array("bessel_freq", bessel),
-                         "polynomial_p": float(d["polynomial_p"])}
+                         "bessel_freq": f.array("bessel_freq", bessel)}
+    if d.get("envelope") is not None:  # e.g. {"kind": "xplor", "r_on": r}: format version 2
+        h["radial_basis"]["envelope"] = dict(d["envelope"])
+        h["version"] = 2
+    else:
+        h["radial_basis"]["polynomial_p"] = float(d["polynomial_p"])
     h["spherical_harmonics"] = {"lmax": int(d["lmax"]), "parity": d["sh_parity"]}
     emb = np.asarray(d["embedding"], dtype=np.float64)
     h["embedding"] = {"irreps": format_irreps(d["embedding_irreps"]),

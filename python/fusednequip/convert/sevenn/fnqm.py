@@ -138,9 +138,9 @@ def convert_sevenn(path):
     if not normalize_sph:
         raise ConversionError(f"{path}: spherical harmonics without normalisation (config "
                               f"_normalize_sph absent or false) are not supported yet")
+    envelope = None
     if cut.get("cutoff_function_name") == "XPLOR":
-        raise ConversionError(f"{path}: the XPLOR envelope (config cutoff_function) is not "
-                              f"supported yet")
+        envelope = {"kind": "xplor", "r_on": float(cut["cutoff_on"])}
     rc = float(cfg["cutoff"])
     coeffs = _need(sd, "edge_embedding.basis_function.coeffs", path).ravel()
 
@@ -204,7 +204,8 @@ def convert_sevenn(path):
                                   if k.endswith(".weight") or k.endswith("coeffs")
                                   )),
         "species": species, "cutoff": rc, "bessel_freq": coeffs * rc,
-        "polynomial_p": float(cut.get("poly_cut_p_value", 6)), "lmax": lmax,
+        "polynomial_p": float(cut.get("poly_cut_p_value", 6)), "envelope": envelope,
+        "lmax": lmax,
         "sh_parity": "even", "irreps_sh": irreps_sh, "embedding_irreps": irreps[0],
         "embedding": embedding, "layers": layers, "readout": readout,
         "energy_scale": scale, "energy_shift": shift,
