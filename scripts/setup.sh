@@ -39,6 +39,8 @@ if ((with_python)); then
     python3 -m venv build/venv
     build/venv/bin/pip install -q --upgrade pip
     build/venv/bin/pip install -q "ase>=3.23,<4" "numpy>=1.24" "pytest>=7"
+    # the SevenNet checkpoints the sevenn fixture test converts (files only: torch is Debian's)
+    build/venv/bin/pip install -q --no-deps "sevenn==0.13.0"
     touch build/venv/.fnq-ready
   fi
   cmake_args+=(-DPython3_EXECUTABLE="$PWD/build/venv/bin/python")
