@@ -10,6 +10,30 @@ import sys
 SKIP = 77
 
 
+def python_with(*modules):
+    """The first Python that imports `modules`: $FNQ_CONVERT_PYTHON, this one, /usr/bin/python3
+    (Debian's python3-torch), or None."""
+    for exe in (os.environ.get("FNQ_CONVERT_PYTHON"), sys.executable, "/usr/bin/python3"):
+        if exe and os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import " + ", ".join(modules)], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def flat(x):
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in flat(item)]
+    return [float(x)]
+
+
+def rel_dev(ours, ref):
+    """max |ours - ref| / max |ref| over the components of one quantity"""
+    a, b = flat(ours), flat(ref)
+    assert len(a) == len(b), (len(a), len(b))
+    scale = max(abs(v) for v in b)
+    return max(abs(x - y) for x, y in zip(a, b)) / scale
+
+
 def cli():
     """Path of the fusednequip executable (set by CTest)."""
     path = os.environ.get("FNQ_CLI")

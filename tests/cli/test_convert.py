@@ -27,19 +27,11 @@ import sys
 import tempfile
 import zipfile
 
-from cliutil import SKIP, Checker
+from cliutil import SKIP, Checker, python_with
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "nequip")
-
-
-def python_with(*modules):
-    for exe in (os.environ.get("FNQ_CONVERT_PYTHON"), sys.executable, "/usr/bin/python3"):
-        if exe and os.path.exists(exe) and subprocess.run(
-                [exe, "-c", "import " + ", ".join(modules)], capture_output=True).returncode == 0:
-            return exe
-    return None
 
 
 def convert(exe, src, out):

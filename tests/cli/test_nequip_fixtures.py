@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from cliutil import SKIP, Checker, run
+from cliutil import SKIP, Checker, rel_dev, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.environ.get("FNQ_NEQUIP_FIXTURES",
@@ -26,22 +26,9 @@ TOL = {"float64": 1e-10, "float32": 1e-5}
 DEVICE = os.environ.get("FNQ_FIXTURE_DEVICE", "cpu")  # "cuda": the same check on the GPU
 
 
-def flat(x):
-    if isinstance(x, (list, tuple)):
-        return [v for item in x for v in flat(item)]
-    return [float(x)]
-
-
 def voigt(m):
     """ours: Voigt xx yy zz yz xz xy; nequip: the 3x3 tensor"""
     return [m[0][0], m[1][1], m[2][2], m[1][2], m[0][2], m[0][1]]
-
-
-def rel_dev(ours, ref):
-    a, b = flat(ours), flat(ref)
-    assert len(a) == len(b), (len(a), len(b))
-    scale = max(abs(v) for v in b)
-    return max(abs(x - y) for x, y in zip(a, b)) / scale
 
 
 def main():

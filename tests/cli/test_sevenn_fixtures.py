@@ -5,7 +5,7 @@ coefficients), float32 to 1e-5 relative of the float64 reference; energy, per-at
 forces, and for periodic structures stress and virial (the per-atom virials summed).
 
 The pretrained checkpoints are read from the installed sevenn package (never copied here):
-$FNQ_SEVENN_DIR, else the package found by any of this interpreter, build/venv's, or
+$FNQ_SEVENN_DIR, else the package found by this interpreter (CTest: build/venv's) or
 /usr/bin/python3 (importlib.util.find_spec: sevenn itself is not imported, so `pip install
 --no-deps sevenn` is enough). The converter runs under the first Python with torch
 ($FNQ_CONVERT_PYTHON, this one, /usr/bin/python3). Exits 77 (skipped) when either is missing.
@@ -15,14 +15,13 @@ per-species self-connection, universal species) must be refused with exit status
 feature named; the test fails if one of them converts without its check being added here.
 """
 import glob
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from cliutil import SKIP, Checker, run
+from cliutil import SKIP, Checker, python_with, rel_dev, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -36,19 +35,6 @@ REFUSED = {"7net-0_22May2024": "normalisation", "7net-mf-0.PBE": "multi-modal",
            "small_noparity_mixed_sc": "normalisation"}
 
 
-def pythons():
-    return [p for p in (os.environ.get("FNQ_CONVERT_PYTHON"), sys.executable,
-                        os.path.join(REPO, "build", "venv", "bin", "python"), "/usr/bin/python3")
-            if p and os.path.exists(p)]
-
-
-def python_with(module):
-    for exe in pythons():
-        if subprocess.run([exe, "-c", "import " + module], capture_output=True).returncode == 0:
-            return exe
-    return None
-
-
 def sevenn_site():
     """the directory holding the sevenn package (its parent: fixtures name sevenn/...)"""
     d = os.environ.get("FNQ_SEVENN_DIR")
@@ -56,26 +42,16 @@ def sevenn_site():
         return os.path.dirname(os.path.abspath(d))
     probe = ("import importlib.util, os; s = importlib.util.find_spec('sevenn'); "
              "print(os.path.dirname(os.path.dirname(s.origin)) if s else '')")
-    for exe in pythons():
+    for exe in (sys.executable, "/usr/bin/python3"):
         p = subprocess.run([exe, "-c", probe], capture_output=True, text=True)
         if p.returncode == 0 and p.stdout.strip():
             return p.stdout.strip()
     return None
 
 
-def flat(x):
-    return [v for item in x for v in flat(item)] if isinstance(x, (list, tuple)) else [float(x)]
-
-
-def rel_dev(ours, ref):
-    a, b = flat(ours), flat(ref)
-    assert len(a) == len(b), (len(a), len(b))
-    return max(abs(x - y) for x, y in zip(a, b)) / max(abs(v) for v in b)
-
-
 def main():
     c = Checker(f"sevenn fixtures ({DEVICE})")
-    exe, site = python_with("torch"), sevenn_site()
+    exe, site = python_with("torch", "numpy"), sevenn_site()
     if exe is None or site is None:
         print(f"SKIP: {'no Python with torch' if exe is None else 'no sevenn package'} "
               "(pip install --no-deps sevenn, or set FNQ_SEVENN_DIR)")
