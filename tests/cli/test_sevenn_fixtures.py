@@ -66,6 +66,10 @@ def main():
         ref = json.load(open(ref_path))
         ckpt = ref["checkpoint"]
         ckpt = os.path.join(site, ckpt) if ckpt.startswith("sevenn/") else os.path.join(FIXTURES, ckpt)
+        if not os.path.exists(ckpt) and os.environ.get("FNQ_SEVENN_DIR"):
+            # a partial copy of the package (a GPU machine's carry): what it holds is tested
+            print(f"{name}: {ckpt} is not in $FNQ_SEVENN_DIR, left out")
+            continue
         model = os.path.join(tmp, name + ".fnqm")
         p = subprocess.run([exe, "-m", "fusednequip.convert", ckpt, model], capture_output=True,
                            text=True, env=env)
