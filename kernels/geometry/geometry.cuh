@@ -33,6 +33,8 @@ struct Geometry {
     /* FNQ_SH_GENERIC=1: the harmonics by the plan's runtime recursion at every degree (the
      * test gpu_vs_cpu_exact sets it, so the path of degrees above 3 is checked on a GPU) */
     int sh_generic;
+    /* 1: Y_l of r itself, |r|^l Y_l(r / |r|) (model.h's sh_raw) */
+    int sh_raw;
 };
 
 } // namespace fnqcu

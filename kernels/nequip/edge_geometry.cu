@@ -23,6 +23,18 @@ __device__ __forceinline__ double edge_direction(const double *r, double nv[3])
     return d;
 }
 
+/* raw harmonics (g.sh_raw): v[q * stride] of degree l times d^l, l = 1..lmax */
+__device__ __forceinline__ void sh_times_length_powers(const Geometry &g, double d, double *v,
+                                                       int stride)
+{
+    double p = 1.0;
+    for (int l = 1, q = 1; l <= g.lmax; l++) {
+        p *= d;
+        for (; q < (l + 1) * (l + 1); q++)
+            v[q * stride] *= p;
+    }
+}
+
 /* L >= 0: harmonics of degree <= L by the generated code, in registers; L < 0: any degree, by
  * the plan in g, each thread's values a column of a shared-memory tile [nsh][blockDim.x]. The
  * block's rows are staged in shared memory and written out together: one thread writing its
@@ -44,12 +56,16 @@ __global__ void edge_features_kernel(Geometry g, const double *edge_vec,
         if constexpr (L >= 0) {
             double y[(L + 1) * (L + 1)];
             sh_eval_fixed<L>(nv, y);
+            if (g.sh_raw)
+                sh_times_length_powers(g, d, y, 1);
 #pragma unroll
             for (int q = 0; q < (L + 1) * (L + 1); q++)
                 row[q] = REAL(y[q]);
         } else {
             double *y = tile + (sizeof(REAL) * T * nf + 7) / 8 + threadIdx.x;
             sh_eval_column(g, nv, y, T);
+            if (g.sh_raw)
+                sh_times_length_powers(g, d, y, T);
             for (int q = 0; q < g.nsh; q++)
                 row[q] = REAL(y[q * T]);
         }
@@ -103,6 +119,8 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, const int64
 #pragma unroll
         for (int q = 0; q < nsh; q++)
             adj[q] = gy[q];
+        if (g.sh_raw)
+            sh_times_length_powers(g, d, adj, 1);
         sh_grad_fixed<L>(y, adj, dn);
     } else {
         extern __shared__ double tile[];
@@ -111,6 +129,8 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, const int64
         sh_eval_column(g, nv, y, T);
         for (int q = 0; q < g.nsh; q++)
             adj[q * T] = gy[q];
+        if (g.sh_raw)
+            sh_times_length_powers(g, d, adj, T);
         sh_grad_column(g, y, adj, T, dn);
     }
     /* the pair term depends on |r| only */
@@ -120,8 +140,10 @@ __global__ void edge_grad_kernel(Geometry g, const double *edge_vec, const int64
                        &e_pair, &de_dr);
         dd += de_dr;
     }
-    /* Y depends on the direction only: project out the radial part, then d n / d r = 1/|r| */
-    const double proj = dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
+    /* normalised Y depend on the direction only: project out the radial part, then
+     * d n / d r = 1/|r|. Raw ones are homogeneous polynomials of r: dY_l/dr = d^(l-1) dY_l/dn,
+     * the adjoints already carried d^l */
+    const double proj = g.sh_raw ? 0.0 : dn[0] * nv[0] + dn[1] * nv[1] + dn[2] * nv[2];
     for (int c = 0; c < 3; c++)
         edge_grad[3 * e + c] = (dn[c] - proj * nv[c]) / d + dd * nv[c];
 }

@@ -531,6 +531,7 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
     g.cutoff = m->cutoff;
     g.poly_p = m->poly_p;
     g.xplor_r_on = m->xplor_r_on;
+    g.sh_raw = m->sh_raw;
     FNQ_CHECK(upload<double>(al, m->bessel_freq, (size_t)m->n_basis, &g.bessel_freq));
     g.sh_generic = c.sh_generic;
     g.table = table_intervals > 0;

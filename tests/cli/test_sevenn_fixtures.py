@@ -10,7 +10,7 @@ $FNQ_SEVENN_DIR, else the package found by this interpreter (CTest: build/venv's
 --no-deps sevenn` is enough). The converter runs under the first Python with torch
 ($FNQ_CONVERT_PYTHON, this one, /usr/bin/python3). Exits 77 (skipped) when either is missing.
 
-Models using a feature the core does not have yet (un-normalised harmonics, modalities, parity,
+Models using a feature the core does not have yet (modalities, parity,
 per-species self-connection, universal species) must be refused with exit status 2 and the
 feature named; the test fails if one of them converts without its check being added here.
 """
@@ -29,10 +29,9 @@ FIXTURES = os.path.join(REPO, "tests", "fixtures", "sevenn")
 TOL = {"float64": 1e-10, "float32": 1e-5}
 DEVICE = os.environ.get("FNQ_FIXTURE_DEVICE", "cpu")
 # fixture -> what the converter must name when it refuses the model (not supported yet)
-REFUSED = {"7net-0_22May2024": "normalisation", "7net-mf-0.PBE": "multi-modal",
+REFUSED = {"7net-mf-0.PBE": "multi-modal",
            "7net-mf-0.R2SCAN": "multi-modal", "small_ompa_like.mpa": "multi-modal",
-           "small_ompa_like.omat24": "multi-modal", "small_parity_l2_univ": "not an element",
-           "small_noparity_mixed_sc": "normalisation"}
+           "small_ompa_like.omat24": "multi-modal", "small_parity_l2_univ": "not an element"}
 
 
 def sevenn_site():

@@ -15,9 +15,9 @@
 #include "model/npy.h"
 
 #define FNQM_FORMAT "fusednequip-model"
-/* version 2 adds radial_basis.envelope (the XPLOR envelope of SevenNet); a version-1 file
- * is read as before */
-#define FNQM_VERSION 2
+/* version 2 adds radial_basis.envelope (the XPLOR envelope of SevenNet), version 3
+ * spherical_harmonics.normalize and the modalities; older files are read as before */
+#define FNQM_VERSION 3
 
 struct fnqm_array {
     char name[96];

@@ -207,6 +207,7 @@ struct fnq_model {
     double xplor_r_on;   /* > 0: SevenNet's XPLOR envelope from r_on to the cutoff instead */
     int32_t lmax_sh;
     struct fnq_sh_plan sh;
+    int32_t sh_raw; /* 1: Y_l of r itself, |r|^l Y_l(r / |r|) (SevenNet's _normalize_sph false) */
 
     struct fnq_irreps embed_irreps; /* node input irreps (scalars) */
     double *embed;                  /* [n_species][embed_irreps.dim]: node input per species */

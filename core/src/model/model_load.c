@@ -273,7 +273,8 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
                 m->xplor_r_on);
         else
             PUT("radial basis: %d Bessel functions\n", m->n_basis);
-        PUT("spherical harmonics: l <= %d\n", m->lmax_sh);
+        PUT("spherical harmonics: l <= %d%s\n", m->lmax_sh,
+            m->sh_raw ? ", not normalised (|r|^l Y_l)" : "");
     }
     for (int32_t i = 0; i < m->n_layers; i++) {
         const struct fnq_layer *L = &m->layers[i];

@@ -234,6 +234,12 @@ static enum fnq_status read_geometry(const cJSON *h, const struct fnqm_arrays *a
                          "(Y_l has parity (-1)^l) or \"even\"",
                          file);
     *sh_natural = strcmp(par->valuestring, "natural") == 0;
+    const cJSON *norm = fnq__fnqm_field(sh, "normalize");
+    if (norm && !cJSON_IsBool(norm))
+        return fnq__fail(FNQ_STATUS_FORMAT,
+                         "%s: header field 'spherical_harmonics.normalize' is not true/false",
+                         file);
+    m->sh_raw = cJSON_IsFalse(norm);
     if (fnq__sh_plan_init(&m->sh, m->lmax_sh) != 0)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY, "out of memory");
     return FNQ_STATUS_OK;

@@ -6,7 +6,8 @@ import json
 import numpy as np
 
 FORMAT = "fusednequip-model"
-VERSION = 1  # the version a file needs: 2 where it uses a version-2 field (envelope)
+VERSION = 1  # the version a file needs: 2 for radial_basis.envelope, 3 for
+# spherical_harmonics.normalize and modalities
 
 
 class FnqmModel:

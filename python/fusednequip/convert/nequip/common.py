@@ -48,6 +48,9 @@ def build_fnqm(d):
     else:
         h["radial_basis"]["polynomial_p"] = float(d["polynomial_p"])
     h["spherical_harmonics"] = {"lmax": int(d["lmax"]), "parity": d["sh_parity"]}
+    if d.get("sh_normalize", True) is False:  # Y_l(r) = |r|^l Y_l(r/|r|): format version 3
+        h["spherical_harmonics"]["normalize"] = False
+        h["version"] = 3
     emb = np.asarray(d["embedding"], dtype=np.float64)
     h["embedding"] = {"irreps": format_irreps(d["embedding_irreps"]),
                       "weights": f.array("embedding", emb.reshape(T, -1))}

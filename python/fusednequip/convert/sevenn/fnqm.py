@@ -135,9 +135,6 @@ def convert_sevenn(path):
     irreps_sh = [(1, l, 1) for l in range(lmax + 1)]  # parity off: every Y_l labelled e
     cut = cfg.get("cutoff_function", {})
     normalize_sph = bool(cfg.get("_normalize_sph", False))  # absent: False (sevenn <= 0.9)
-    if not normalize_sph:
-        raise ConversionError(f"{path}: spherical harmonics without normalisation (config "
-                              f"_normalize_sph absent or false) are not supported yet")
     envelope = None
     if cut.get("cutoff_function_name") == "XPLOR":
         envelope = {"kind": "xplor", "r_on": float(cut["cutoff_on"])}
@@ -206,7 +203,7 @@ def convert_sevenn(path):
         "species": species, "cutoff": rc, "bessel_freq": coeffs * rc,
         "polynomial_p": float(cut.get("poly_cut_p_value", 6)), "envelope": envelope,
         "lmax": lmax,
-        "sh_parity": "even", "irreps_sh": irreps_sh, "embedding_irreps": irreps[0],
+        "sh_parity": "even", "sh_normalize": normalize_sph, "irreps_sh": irreps_sh, "embedding_irreps": irreps[0],
         "embedding": embedding, "layers": layers, "readout": readout,
         "energy_scale": scale, "energy_shift": shift,
     })
