@@ -19,13 +19,15 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: fusednequip info [MODEL]\n"
             "       fusednequip eval [--dtype float32|float64] [--device auto|cpu|cuda]\n"
-            "                        [--min-distance A] [--max-neighbors N] MODEL STRUCTURE.xyz\n"
+            "                        [--min-distance A] [--max-neighbors N] [--modal NAME]\n"
+            "                        MODEL STRUCTURE.xyz\n"
             "\n"
             "MODEL is a file (.fnqm, .nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
             "(default %s).\n"
             "info without MODEL describes the library: version, backends, CUDA devices.\n"
             "eval prints JSON: energy (eV), energies (eV per atom), forces (eV/A), stress\n"
-            "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n",
+            "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n"
+            "--modal chooses the modality of a multi-modal model (e.g. PBE for 7net-mf-0).\n",
             fnq_default_model_dir());
 }
 
@@ -171,6 +173,7 @@ static int cmd_eval(int argc, char **argv)
     enum fnq_device device = FNQ_DEVICE_AUTO;
     double min_distance = -1.0;
     long long max_neighbors = -1;
+    const char *modal = NULL;
     int k = 0;
     for (; k < argc && strncmp(argv[k], "--", 2) == 0; k++) {
         const char *opt = argv[k];
@@ -201,6 +204,8 @@ static int cmd_eval(int argc, char **argv)
             min_distance = atof(val);
         } else if (strcmp(opt, "--max-neighbors") == 0) {
             max_neighbors = atoll(val);
+        } else if (strcmp(opt, "--modal") == 0) {
+            modal = val;
         } else {
             fprintf(stderr, "fusednequip: error: unknown option %s\n", opt);
             return 1;
@@ -223,7 +228,8 @@ static int cmd_eval(int argc, char **argv)
         return rc;
     }
     struct fnq_ctx *ctx;
-    if (fnq_ctx_init(m, device, 0, dtype, &ctx) != FNQ_STATUS_OK ||
+    if ((modal && fnq_model_set_modality(m, modal) != FNQ_STATUS_OK) ||
+        fnq_ctx_init(m, device, 0, dtype, &ctx) != FNQ_STATUS_OK ||
         (min_distance >= 0.0 && fnq_ctx_set_min_distance(ctx, min_distance) != FNQ_STATUS_OK) ||
         (max_neighbors >= 0 && fnq_ctx_set_max_neighbors(ctx, max_neighbors) != FNQ_STATUS_OK)) {
         fprintf(stderr, "fusednequip: error: %s\n", fnq_last_error());

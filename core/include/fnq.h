@@ -159,6 +159,17 @@ FNQ_API const char *fnq_model_family(const struct fnq_model *model);
 /* Per-atom feature width (values per atom) exchanged with ghost atoms before `layer`: the
  * widest row any backend exchanges (the CUDA rows are padded; callers size buffers by it). */
 FNQ_API int32_t fnq_model_ghost_width(const struct fnq_model *model, int32_t layer);
+/*
+ * Multi-modal models (SevenNet's 7net-mf-0: one network trained on several data sets, e.g.
+ * "PBE" and "R2SCAN"): the number of modalities (0 for other models) and their names. One
+ * must be chosen before contexts are made (fnq_ctx_init refuses the model until then, naming
+ * them); the choice is made once: a different one later fails (load the model again).
+ * fnq_model_modality returns the chosen name, or NULL.
+ */
+FNQ_API int32_t fnq_model_num_modalities(const struct fnq_model *model);
+FNQ_API const char *fnq_model_modality_name(const struct fnq_model *model, int32_t index);
+FNQ_API enum fnq_status fnq_model_set_modality(struct fnq_model *model, const char *name);
+FNQ_API const char *fnq_model_modality(const struct fnq_model *model);
 /* A human-readable multi-line description: architecture, irreps per layer, species. */
 FNQ_API enum fnq_status fnq_model_describe(const struct fnq_model *model, char *buf, size_t cap);
 

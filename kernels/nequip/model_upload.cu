@@ -495,6 +495,12 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
 {
     const int table_intervals = c.table_intervals;
     memset(dm, 0, sizeof(*dm));
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layers[i].linear_1.bias || m->layers[i].linear_2.bias)
+            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
+                             "the CUDA kernels have no linear biases yet, which a multi-modal "
+                             "model's modality ('%s') needs (use device 'cpu')",
+                             m->modality_name[m->modality]);
     Allocations *al = new Allocations();
     dm->allocations = al;
     dm->n_layers = m->n_layers;

@@ -10,7 +10,7 @@ $FNQ_SEVENN_DIR, else the package found by this interpreter (CTest: build/venv's
 --no-deps sevenn` is enough). The converter runs under the first Python with torch
 ($FNQ_CONVERT_PYTHON, this one, /usr/bin/python3). Exits 77 (skipped) when either is missing.
 
-Models using a feature the core does not have yet (modalities, parity,
+Models using a feature the core does not have yet (parity,
 per-species self-connection, universal species) must be refused with exit status 2 and the
 feature named; the test fails if one of them converts without its check being added here.
 """
@@ -29,9 +29,7 @@ FIXTURES = os.path.join(REPO, "tests", "fixtures", "sevenn")
 TOL = {"float64": 1e-10, "float32": 1e-5}
 DEVICE = os.environ.get("FNQ_FIXTURE_DEVICE", "cpu")
 # fixture -> what the converter must name when it refuses the model (not supported yet)
-REFUSED = {"7net-mf-0.PBE": "multi-modal",
-           "7net-mf-0.R2SCAN": "multi-modal", "small_ompa_like.mpa": "multi-modal",
-           "small_ompa_like.omat24": "multi-modal", "small_parity_l2_univ": "not an element"}
+REFUSED = {}
 
 
 def sevenn_site():
@@ -46,6 +44,16 @@ def sevenn_site():
         if p.returncode == 0 and p.stdout.strip():
             return p.stdout.strip()
     return None
+
+
+def check_modal_refusals(c, name, model):
+    """a multi-modal model without a modality, or with one it lacks, is refused naming them"""
+    xyz = os.path.join(FIXTURES, "sevenn.molecule.xyz")
+    for extra, want in (([], "choose one"), (["--modal", "NOPE"], "no modality 'NOPE'")):
+        rc, _, err = run("eval", "--device", DEVICE, *extra, model, xyz, check=False)
+        c.check(rc == 2 and want in err and "modalities:" in err,
+                f"{name}: eval {' '.join(extra) or 'without --modal'}: expected exit 2 naming "
+                f"the modalities, got {rc}: {err.strip()}")
 
 
 def main():
@@ -87,13 +95,16 @@ def main():
             if rc != 0 and ("has no CUDA backend" in err or "no usable GPU" in err):
                 print(f"SKIP: no usable {DEVICE} device: {err.strip()}")
                 return SKIP
+        modal = ["--modal", ref["modal"]] if ref.get("modal") else []
+        if modal:
+            check_modal_refusals(c, name, model)
         for case, want in sorted(ref["cases"].items()):
             xyz = os.path.join(FIXTURES, f"sevenn.{case}.xyz")
             exact = want["float64"]
             for dtype, tol in TOL.items():
                 if dtype == "float32" and case == "close_pair":
                     tol = 1e-4  # two atoms 1 A apart: float32 rounding of the steep repulsion
-                _, out, _ = run("eval", "--dtype", dtype, "--device", DEVICE, model, xyz)
+                _, out, _ = run("eval", "--dtype", dtype, "--device", DEVICE, *modal, model, xyz)
                 got = json.loads(out.splitlines()[0])
                 ran += 1
                 c.check(got["nedges"] == want["n_edges"],

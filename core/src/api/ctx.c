@@ -12,6 +12,7 @@
 #include "api/options.h"
 #include "graph/pair_cache.h"
 #include "api/status.h"
+#include "model/modality.h"
 
 struct fnq_ctx {
     const struct fnq_model *model;
@@ -45,6 +46,7 @@ enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device devi
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown device %d", (int)device);
     if (dtype != FNQ_DTYPE_F32 && dtype != FNQ_DTYPE_F64 && dtype != FNQ_DTYPE_DEFAULT)
         return fnq__fail(FNQ_STATUS_INVALID_ARG, "fnq_ctx_init: unknown dtype %d", (int)dtype);
+    FNQ_CHECK(fnq__model_check_modality(model));
 
     /* the backends this build has: backend_registry.c */
     const struct fnq_backend_reg *cuda = fnq__backend_reg_by_device(FNQ_DEVICE_CUDA);

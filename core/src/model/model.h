@@ -74,6 +74,10 @@ struct fnq_linear {
     int32_t species_indexed; /* 1: one weight set per species, set t at w + t*n_w */
     int64_t n_w;             /* weights per set */
     double *w;
+    /* multi-modal models: [n_modalities][out dim] biases on the scalar outputs (a modality's
+     * one-hot input, fixed), and `bias`, the chosen modality's row (NULL: none) */
+    double *bias_modal;
+    const double *bias;
 };
 
 /* Radial MLP: x <- act(x @ W_k) for hidden layers, last layer linear; scalings folded into W. */
@@ -221,6 +225,15 @@ struct fnq_model {
 
     double *energy_scale; /* [n_species]: E_i = scale[t] * e_i + shift[t] */
     double *energy_shift; /* [n_species] */
+
+    /* Modalities (modality.c): names of the n_modalities (0: none) data sets a multi-modal
+     * model was trained on; the linears' bias_modal and these [n_modalities][n_species]
+     * energy scales and shifts (NULL: shared) hold each one's values; `modality` is the
+     * chosen one, -1 before fnq_model_set_modality (contexts refuse the model then) */
+    int32_t n_modalities;
+    char (*modality_name)[32];
+    int32_t modality;
+    double *energy_scale_modal, *energy_shift_modal;
     struct fnq_pair_potential pair; /* kind FNQ_PAIR_NONE: none */
 
     /* Allegro (allegro.h): the model is not message passing; n_layers is 0 and the fields

@@ -24,6 +24,7 @@ static void linear_release(struct fnq_linear *lin)
 {
     free(lin->instr);
     free(lin->w);
+    free(lin->bias_modal);
     memset(lin, 0, sizeof(*lin));
 }
 
@@ -53,6 +54,9 @@ void fnq__model_release(struct fnq_model *m)
     free(m->embed);
     free(m->energy_scale);
     free(m->energy_shift);
+    free(m->modality_name);
+    free(m->energy_scale_modal);
+    free(m->energy_shift_modal);
     free(m->pair.charge);
     fnq__allegro_release(m->allegro);
     free(m);

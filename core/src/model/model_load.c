@@ -12,6 +12,7 @@
 
 #include "allegro/allegro.h"
 #include "model/fnqm.h"
+#include "model/modality.h"
 #include "nequix/nqx.h"
 #include "api/status.h"
 
@@ -261,6 +262,12 @@ enum fnq_status fnq_model_describe(const struct fnq_model *m, char *buf, size_t 
     } while (0)
     PUT("model: %s\nfamily: %s\nparameters: %lld\ncutoff: %.10g A\nlayers: %d\n", m->source,
         m->family, (long long)m->n_params, m->cutoff, fnq_model_num_layers(m));
+    if (m->n_modalities > 0) {
+        char names[512];
+        fnq__modality_list(m, names, sizeof(names));
+        PUT("modalities: %s (chosen: %s)\n", names,
+            m->modality >= 0 ? m->modality_name[m->modality] : "none yet");
+    }
     if (m->allegro) {
         const struct fnq_allegro *al = m->allegro;
         PUT("architecture: Allegro (strictly local: no ghost exchange), %d scalar and %d tensor "

@@ -12,6 +12,7 @@
 
 #include "allegro/allegro.h"
 #include "model/fnqm.h"
+#include "model/modality.h"
 #include "math/sh.h"
 #include "api/status.h"
 
@@ -553,9 +554,6 @@ enum fnq_status fnq__fnqm_build(const cJSON *h, const struct fnqm_arrays *a,
         FNQ_CHECK(read_layer(cJSON_GetArrayItem(layers, i), a, i,
                              i == 0 ? &m->embed_irreps : &m->layers[i - 1].out, sh_natural, m));
     FNQ_CHECK(read_readout(h, a, m));
-    FNQ_CHECK(fnq__fnqm_per_species(a, h, "energy_scale", "energy_scale", m->n_species,
-                               &m->energy_scale));
-    FNQ_CHECK(fnq__fnqm_per_species(a, h, "energy_shift", "energy_shift", m->n_species,
-                               &m->energy_shift));
+    FNQ_CHECK(fnq__fnqm_modalities(h, a, m)); /* and the energy scale and shift */
     return fnq__fnqm_pair_potential(h, file, m);
 }

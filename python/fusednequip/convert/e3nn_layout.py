@@ -83,8 +83,9 @@ def activated_parity(p_in, act_name, where):
     return -1 if parity < 0 else 1  # an odd function keeps 0o, an even one makes it 0e
 
 
-def conv_layer(irreps_in, hidden, irreps_sh, scalar_acts, gate_acts, where="layer"):
-    """NequIP ConvNetLayer + InteractionBlock layout.
+def conv_layer(irreps_in, hidden, irreps_sh, scalar_acts, gate_acts, where="layer",
+               sevenn=False):
+    """NequIP ConvNetLayer + InteractionBlock layout (sevenn=True: SevenNet's variant, below).
 
     irreps_in: layer input; hidden: feature_irreps_hidden; irreps_sh: edge spherical harmonics.
     scalar_acts / gate_acts: callables (l, p, k) -> {"name", "scale"} for the k-th block of the
@@ -92,10 +93,24 @@ def conv_layer(irreps_in, hidden, irreps_sh, scalar_acts, gate_acts, where="laye
 
     Returns a dict with the irreps of every stage, the tensor-product paths in radial-weight
     order as [input block, l of the harmonic, message block], and the gate wiring.
+
+    SevenNet (sevenn/nn/equivariant_gate.py, interaction_blocks.py) keeps every block of
+    `hidden`, reachable or not (an unreachable one stays zero), gates with 0e when `hidden`
+    has 0e scalars, and its tensor product makes every product up to hidden's l_max (0e only
+    when hidden is 0e only, the last layer): "paths_all" lists them all in creation order as
+    [input block, l of the harmonic, (l, p) of the output, message block or None], None where
+    the output is not in the gate input (no linear_2 weight, dropped from "paths").
     """
-    scalars = [(m, l, p) for m, l, p in hidden if l == 0 and path_exists(irreps_in, irreps_sh, l, p)]
-    gated = [(m, l, p) for m, l, p in hidden if l > 0 and path_exists(irreps_in, irreps_sh, l, p)]
-    gate_p = 1 if path_exists(irreps_in, irreps_sh, 0, 1) else -1
+    if sevenn:
+        scalars = [(m, l, p) for m, l, p in hidden if l == 0]
+        gated = [(m, l, p) for m, l, p in hidden if l > 0]
+        gate_p = 1 if has_irrep(scalars, 0, 1) else -1
+    else:
+        scalars = [(m, l, p) for m, l, p in hidden
+                   if l == 0 and path_exists(irreps_in, irreps_sh, l, p)]
+        gated = [(m, l, p) for m, l, p in hidden
+                 if l > 0 and path_exists(irreps_in, irreps_sh, l, p)]
+        gate_p = 1 if path_exists(irreps_in, irreps_sh, 0, 1) else -1
     gates = [(m, 0, gate_p) for m, _, _ in gated]
     groups = [simplify(scalars), simplify(gates), simplify(gated)]
 
@@ -135,18 +150,25 @@ def conv_layer(irreps_in, hidden, irreps_sh, scalar_acts, gate_acts, where="laye
         gate.append({"source": list(loc_gated[k]), "gate": [blk, chan], "gate_activation": act})
 
     # tensor product: creation order; messages sorted and simplified
-    created = []
+    created, every = [], []
+    lmax_tp, even_only = max(l for _, l, _ in hidden), all(p > 0 for _, _, p in hidden)
     for i, (mul, l1, p1) in enumerate(irreps_in):
         for _, l2, p2 in irreps_sh:
             for l3, p3 in products(l1, p1, l2, p2):
                 if has_irrep(conv, l3, p3):
                     created.append((i, l2, (mul, l3, p3)))
+                if sevenn and l3 <= lmax_tp and not (even_only and p3 < 0):
+                    every.append((i, l2, (l3, p3), has_irrep(conv, l3, p3)))
     mid_sorted, _ = sort_irreps([c[2] for c in created])
     mid = simplify(mid_sorted)
-    paths = [[i, l2, [k for k, b in enumerate(mid) if b[1:] == ir[1:]][0]]
-             for i, l2, ir in created]
+
+    def block(ir):
+        return [k for k, b in enumerate(mid) if b[1:] == tuple(ir)][0]
+    paths = [[i, l2, block(ir[1:])] for i, l2, ir in created]
     return {"irreps_in": irreps_in, "irreps_messages": mid, "irreps_gate_in": conv,
             "irreps_out": out, "paths": paths, "gate": gate,
+            "paths_all": [[i, l2, ir, block(ir) if live else None]
+                          for i, l2, ir, live in every],
             "n_radial_weights": sum(irreps_in[i][0] for i, _, _ in created)}
 
 
@@ -193,3 +215,37 @@ def self_connection_per_species(w, irreps_in, irreps_out, attrs):
     attrs = np.asarray(attrs, dtype=np.float64)
     n_attr = attrs.shape[1]
     return attrs @ self_connection_factored(w, irreps_in, irreps_out, n_attr) / np.sqrt(n_attr)
+
+
+def linear_split_modal(w, irreps_in, irreps_out, n_modal):
+    """An e3nn Linear whose input is irreps_in + n_modal x 0e (a modality one-hot appended as
+    the last block, sevenn's IrrepsLinear) as a Linear of irreps_in plus, per modality, a bias
+    on the 0e outputs. The one-hot widens the 0e outputs' fan-in by n_modal: their weights
+    are rescaled so that the Linear of irreps_in, which divides by the fan-in without it,
+    computes the same. Returns (weights [linear_numel], bias [n_modal, dim of irreps_out])."""
+    import math
+    import numpy as np
+    w = np.asarray(w, dtype=np.float64).ravel()
+    n_std = linear_numel(irreps_in, irreps_out)
+    scalar_out = [k for k, (_, l, p) in enumerate(irreps_out) if (l, p) == (0, 1)]
+    n_mod = n_modal * sum(irreps_out[k][0] for k in scalar_out)
+    if w.size != n_std + n_mod:
+        raise LayoutError(f"modal linear has {w.size} weights, the layout needs "
+                          f"{n_std} + {n_mod} for {n_modal} modalities")
+    std, off = w[:n_std].copy(), 0
+    for mi, li, pi in irreps_in:
+        for k, (mo, lo, po) in enumerate(irreps_out):
+            if (li, pi) != (lo, po):
+                continue
+            if k in scalar_out:
+                fan = linear_fan_in(irreps_in, irreps_out, k)
+                std[off:off + mi * mo] *= math.sqrt(fan / (fan + n_modal))
+            off += mi * mo
+    dims = [m * (2 * l + 1) for m, l, _ in irreps_out]
+    bias, off = np.zeros((n_modal, sum(dims))), n_std
+    for k in scalar_out:
+        mo, start = irreps_out[k][0], sum(dims[:k])
+        fan = linear_fan_in(irreps_in, irreps_out, k) + n_modal
+        bias[:, start:start + mo] = w[off:off + n_modal * mo].reshape(n_modal, mo) / math.sqrt(fan)
+        off += n_modal * mo
+    return std, bias

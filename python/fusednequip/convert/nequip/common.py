@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..e3nn_layout import conv_layer, format_irreps, linear_numel
+from ..e3nn_layout import conv_layer, format_irreps, linear_numel, linear_split_modal
 from ..errors import ConversionError
 from ..fnqm_writer import FnqmModel
 
@@ -60,7 +60,7 @@ def build_fnqm(d):
     for i, L in enumerate(d["layers"]):
         where = f"layer {i}"
         lay = conv_layer(prev, L["hidden"], d["irreps_sh"], L["scalar_acts"], L["gate_acts"],
-                         where)
+                         where, sevenn=d["family"] == "sevenn")
         if L.get("expect_out") is not None and L["expect_out"] != lay["irreps_out"]:
             raise ConversionError(
                 f"{where}: the file's output irreps {format_irreps(L['expect_out'])} differ from "
@@ -68,7 +68,11 @@ def build_fnqm(d):
         p = f"layers.{i}."
         j = {k: format_irreps(lay[k]) for k in
              ("irreps_in", "irreps_messages", "irreps_gate_in", "irreps_out")}
+        modal = L.get("modal_inputs", ())  # linears with a modality one-hot as last input
         lin1 = np.asarray(L["linear_1"], dtype=np.float64).ravel()
+        if "linear_1" in modal:
+            lin1, bias = linear_split_modal(lin1, prev, prev, len(d["modalities"]))
+            j["linear_1_bias"] = f.array(p + "linear_1_bias", bias)
         _check_count(f"{where} linear_1", lin1.size, linear_numel(prev, prev))
         j["linear_1"] = f.array(p + "linear_1", lin1)
         j["sender_scale"] = f.array(p + "sender_scale",
@@ -89,6 +93,10 @@ def build_fnqm(d):
                            "activation": L["radial_act"]}
         j["tensor_product"] = lay["paths"]
         lin2 = np.asarray(L["linear_2"], dtype=np.float64).ravel()
+        if "linear_2" in modal:
+            lin2, bias = linear_split_modal(lin2, lay["irreps_messages"], lay["irreps_gate_in"],
+                                            len(d["modalities"]))
+            j["linear_2_bias"] = f.array(p + "linear_2_bias", bias)
         _check_count(f"{where} linear_2", lin2.size,
                      linear_numel(lay["irreps_messages"], lay["irreps_gate_in"]))
         j["linear_2"] = f.array(p + "linear_2", lin2)
@@ -130,10 +138,12 @@ def build_fnqm(d):
     if irreps[-1] != "1x0e":
         raise ConversionError(f"the readout ends in {irreps[-1]}, not one scalar energy")
     h["readout"] = {"irreps": irreps, "weights": weights}
-    h["energy_scale"] = f.array("energy_scale",
-                                np.broadcast_to(np.asarray(d["energy_scale"], float), (T,)))
-    h["energy_shift"] = f.array("energy_shift",
-                                np.broadcast_to(np.asarray(d["energy_shift"], float), (T,)))
+    if d.get("modalities"):  # names; energies [T] or [modalities, T]: format version 3
+        h["modalities"] = list(d["modalities"])
+        h["version"] = 3
+    for key in ("energy_scale", "energy_shift"):
+        v = np.asarray(d[key], dtype=np.float64)
+        h[key] = f.array(key, v if v.ndim == 2 else np.broadcast_to(v, (T,)))
     if d.get("pair_potential") is not None:
         h["pair_potential"] = dict(d["pair_potential"])
     return f

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..cg import wigner_3j
-from ..e3nn_layout import parse_irreps
+from ..e3nn_layout import format_irreps, linear_split_modal, parse_irreps
 from ..elements import is_element
 from ..errors import ConversionError
 from ..nequip.common import activation, build_fnqm
@@ -61,78 +61,135 @@ def _refuse_unsupported(cfg, path):
     if name not in SUPPORTED["cutoff_function_name"]:
         raise ConversionError(f"{path}: config cutoff_function.cutoff_function_name '{name}' "
                               f"is not supported (poly_cut, XPLOR)")
-    for key in ("use_bias_in_linear", "readout_as_fcn", "use_modal_node_embedding",
-                "use_modal_wise_scale"):
+    for key in ("use_bias_in_linear", "readout_as_fcn"):
         if cfg.get(key):
             raise ConversionError(f"{path}: config {key} true is not supported")
-    if cfg.get("use_modality"):
-        raise ConversionError(f"{path}: a multi-modal model (config use_modality, modalities "
-                              f"{sorted(cfg.get('_modal_map', {}))}) is not supported yet")
+    if cfg.get("use_modality") and cfg.get("use_modal_node_embedding"):
+        raise ConversionError(f"{path}: config use_modal_node_embedding true (a modality input "
+                              f"to the node embedding) is not supported")
+
+
+def _modalities(cfg, path):
+    """The modality names in one-hot order ([] for a model without modalities)."""
+    if not cfg.get("use_modality"):
+        return []
+    mm = cfg.get("_modal_map") or {}
+    names = sorted(mm, key=lambda k: mm[k])
+    if sorted(mm.values()) != list(range(len(names))) or \
+            len(names) != cfg.get("_number_of_modalities", len(names)) or len(names) < 2:
+        raise ConversionError(f"{path}: config _modal_map {mm} does not number the "
+                              f"{cfg.get('_number_of_modalities')} modalities 0, 1, ...")
+    return names
+
+
+def _energy(sd, key, T, M, path):
+    """rescale_atomic_energy.shift / .scale as [T], or [M, T] when per modality"""
+    v = _need(sd, f"rescale_atomic_energy.{key}", path)
+    if M and v.ndim == 2 and v.shape == (M, T):
+        return v
+    v = v.ravel()
+    if v.size not in (1, T):
+        raise ConversionError(f"{path}: rescale_atomic_energy.{key} has shape {v.shape}: not "
+                              f"one value per species ({T})" + (f" or per modality and species "
+                                                                f"({M}, {T})" if M else ""))
+    return np.broadcast_to(v, (T,))
 
 
 def _species(cfg, path):
+    """(element symbols, their rows among the model's one-hot classes). Universal models
+    (chemical_species 'univ') have 119 classes, class = Z, class 0 ('X') no element: it is
+    left out, and the normalisations keep the 119."""
     species = list(cfg.get("chemical_species") or [])
-    if species == ["univ"] or cfg.get("chemical_species") == "univ":
-        raise ConversionError(f"{path}: universal species (config chemical_species 'univ', "
-                              f"119 classes) are not supported yet")
+    n = cfg.get("_number_of_species", len(species))
+    if len(species) != n:
+        raise ConversionError(f"{path}: config chemical_species lists {len(species)} elements, "
+                              f"_number_of_species is {n}")
+    rows = list(range(len(species)))
+    if len(species) == 119 and species[0] == "X":
+        species, rows = species[1:], rows[1:]
     for s in species:
         if not is_element(s):
             raise ConversionError(f"{path}: config chemical_species has '{s}', not an element")
-    if len(species) != cfg.get("_number_of_species", len(species)):
-        raise ConversionError(f"{path}: config chemical_species lists {len(species)} elements, "
-                              f"_number_of_species is {cfg['_number_of_species']}")
-    return species
+    return species, rows
+
+
+def _irreps(cfg, irreps_sh, n_layers, path):
+    """Every layer's input irreps, then the last one's output: config irreps_manual, or as
+    sevenn infers them from channel and lmax_node (all products of the input with the
+    harmonics up to lmax_node, each with `channel` copies; the last layer 0e only)."""
+    manual = cfg.get("irreps_manual", False)
+    if manual is not False and manual is not None:
+        irreps = [parse_irreps(s) for s in manual]
+        if len(irreps) != n_layers + 1:
+            raise ConversionError(f"{path}: config irreps_manual has {len(irreps)} entries for "
+                                  f"{n_layers} layers (needs {n_layers + 1})")
+        return irreps
+    F = int(cfg["channel"])
+    lmax_node = int(cfg["lmax_node"]) if int(cfg.get("lmax_node", -1)) > 0 else int(cfg["lmax"])
+    x, irreps = [(F, 0, 1)], [[(F, 0, 1)]]
+    for t in range(n_layers):
+        last = t == n_layers - 1
+        out = {(l, p1 * p2) for _, l1, p1 in x for _, l2, p2 in irreps_sh
+               for l in range(abs(l1 - l2), l1 + l2 + 1)}
+        x = [(F, l, p) for l, p in sorted(out)
+             if l <= (0 if last else lmax_node) and not (last and p < 0)]
+        irreps.append(x)
+    return irreps
 
 
 def _radial_columns(sd, t, lay, irreps_in, sorted_weights, path):
-    """Layer t's radial MLP matrices (e3nn FullyConnectedNet: W / sqrt(fan-in)) and its paths
-    in the order of the last matrix's columns, with flipped Clebsch-Gordan signs undone."""
+    """Layer t's radial MLP matrices (e3nn FullyConnectedNet: W / sqrt(fan-in)) and its live
+    paths in the order of the last matrix's columns, with flipped Clebsch-Gordan signs undone
+    and the columns of paths whose output the next layer lacks dropped (trap 15)."""
     q = f"{t}_convolution.weight_nn.layer"
     keys = sorted((k for k in sd if k.startswith(q) and k.endswith(".weight")),
                   key=lambda k: int(k[len(q):].split(".")[0]))
     if not keys:
         raise ConversionError(f"{path}: layer {t} has no radial MLP ({q}0.weight)")
     mats = [sd[k] / math.sqrt(sd[k].shape[0]) for k in keys]
-    paths = [list(p) for p in lay["paths"]]
-    n_weights = sum(irreps_in[a][0] for a, _, _ in paths)
+    every = lay["paths_all"]  # [input block, l of Y, (l, p) out, message block or None]
+    n_weights = sum(irreps_in[a][0] for a, _, _, _ in every)
     if mats[-1].shape[1] != n_weights:
         raise ConversionError(f"{path}: layer {t} radial MLP gives {mats[-1].shape[1]} weights, "
                               f"the layout needs {n_weights}")
-    order = list(range(len(paths)))  # the paths in the order of the stored columns
-    if sorted_weights:  # sevenn >= 0.11: sorted by message irrep, stable
-        order = sorted(order, key=lambda k: paths[k][2])
-    mats[-1] = mats[-1].copy()
+    order = list(range(len(every)))  # the paths in the order of the stored columns
+    if sorted_weights:  # sevenn >= 0.11: sorted by output irrep (l, p), stable
+        order = sorted(order, key=lambda k: every[k][2])
+    last, cols, live = mats[-1], [], []
     start = 0
     for k in order:
-        a, l2, b = paths[k]
-        n, l1, l3 = irreps_in[a][0], irreps_in[a][1], lay["irreps_messages"][b][1]
+        a, l2, (l3, _), block = every[k]
+        n, l1 = irreps_in[a][0], irreps_in[a][1]
         key = f"{t}_convolution.convolution._compiled_main_left_right._w3j_{l1}_{l2}_{l3}"
+        sign = 1.0
         if key in sd:  # stored only for l1, l2, l3 > 0
             exact, stored = wigner_3j(l1, l2, l3), sd[key]
             if np.abs(stored + exact).max() < 1e-6:
-                mats[-1][:, start:start + n] *= -1.0
+                sign = -1.0
             elif np.abs(stored - exact).max() >= 1e-6:
                 raise ConversionError(f"{path}: {key} matches neither sign of the exact "
                                       f"Clebsch-Gordan coefficients")
+        if block is not None:
+            cols.append(sign * last[:, start:start + n])
+            live.append([a, l2, block])
         start += n
-    return mats, [paths[k] for k in order]
+    mats[-1] = np.concatenate(cols, axis=1)
+    return mats, live
 
 
 def convert_sevenn(path):
     cfg, sd = reader.load(path)
     version = _version(cfg, path)
     _refuse_unsupported(cfg, path)
-    species = _species(cfg, path)
-    T = len(species)
-    if cfg.get("is_parity", False):
-        raise ConversionError(f"{path}: config is_parity true is not supported yet")
-    irreps = [parse_irreps(s) for s in cfg["irreps_manual"]]
+    species, rows = _species(cfg, path)
+    T, n_classes = len(species), len(rows) if rows[0] == 0 else len(rows) + 1
     n_layers = int(cfg["num_convolution_layer"])
-    if len(irreps) != n_layers + 1:
-        raise ConversionError(f"{path}: config irreps_manual has {len(irreps)} entries for "
-                              f"{n_layers} layers (needs {n_layers + 1})")
     lmax = int(cfg["lmax"])
-    irreps_sh = [(1, l, 1) for l in range(lmax + 1)]  # parity off: every Y_l labelled e
+    lmax_sh = int(cfg["lmax_edge"]) if int(cfg.get("lmax_edge", -1)) > 0 else lmax
+    parity = bool(cfg.get("is_parity", False))
+    # parity off: every Y_l labelled e (SO(3) only); on: Y_l has parity (-1)^l
+    irreps_sh = [(1, l, (-1) ** l if parity else 1) for l in range(lmax_sh + 1)]
+    irreps = _irreps(cfg, irreps_sh, n_layers, path)
     cut = cfg.get("cutoff_function", {})
     normalize_sph = bool(cfg.get("_normalize_sph", False))  # absent: False (sevenn <= 0.9)
     envelope = None
@@ -143,11 +200,17 @@ def convert_sevenn(path):
 
     w = _need(sd, "onehot_to_feature_x.linear.weight", path)
     F0 = irreps[0][0][0]
-    if len(irreps[0]) != 1 or irreps[0][0][1] != 0 or w.size != T * F0:
+    if len(irreps[0]) != 1 or irreps[0][0][1:] != (0, 1) or w.size != n_classes * F0:
         raise ConversionError(f"{path}: node embedding onehot_to_feature_x ({w.size} weights) "
-                              f"does not map {T} species onto {cfg['irreps_manual'][0]}")
-    embedding = w.reshape(T, F0) / math.sqrt(T)  # e3nn Linear of a one-hot
+                              f"does not map {n_classes} species classes onto {F0}x0e")
+    # e3nn Linear of a one-hot over all classes
+    embedding = w.reshape(n_classes, F0)[rows] / math.sqrt(n_classes)
 
+    modalities = _modalities(cfg, path)
+    M = len(modalities)
+    modal = [name for key, name in (("use_modal_self_inter_intro", "linear_1"),
+                                     ("use_modal_self_inter_outro", "linear_2"))
+             if M and cfg.get(key)]
     sc_types = cfg.get("self_connection_type", "linear")
     acts_scalar, acts_gate = cfg.get("act_scalar", {}), cfg.get("act_gate", {})
     radial_act = _act(cfg.get("act_radial", "silu"), f"{path}: config act_radial")
@@ -166,7 +229,7 @@ def convert_sevenn(path):
             "sender_scale": 1.0 / float(_need(sd, p + "convolution.denominator", path).ravel()[0]),
             "radial_act": radial_act,
             "linear_2": _need(sd, p + "self_interaction_2.linear.weight", path),
-            "resnet": False,
+            "resnet": False, "modal_inputs": modal,
         }
         if sc_type == "linear":
             wsc = _need(sd, p + "self_connection_intro.linear.weight", path)
@@ -175,24 +238,31 @@ def convert_sevenn(path):
             from ..e3nn_layout import self_connection_per_species
             wsc = _need(sd, p + "self_connection_intro.fc_tensor_product.weight", path)
             L["self_connection"] = lambda i, g, w=wsc: self_connection_per_species(
-                w, i, g, np.eye(T))
+                w, i, g, np.eye(n_classes))[rows]
         L["radial_for"] = lambda lay, irreps_in, t=t: _radial_columns(
             sd, t, lay, irreps_in, version >= (0, 11, 0), path)
         layers.append(L)
 
     hidden_r = _need(sd, "reduce_input_to_hidden.linear.weight", path)
+    out_w = _need(sd, "reduce_hidden_to_energy.linear.weight", path).ravel()
     F_last = irreps[-1][0][0]
-    n_hidden = hidden_r.size // F_last
+    if len(irreps[-1]) != 1 or irreps[-1][0][1] != 0:
+        raise ConversionError(f"{path}: the last layer's output {format_irreps(irreps[-1])} is "
+                              f"not scalars only")
+    n_hidden = out_w.size  # reduce_hidden_to_energy: n_hidden x 0e -> 1 x 0e
+    shift, scale = (_energy(sd, k, n_classes, M, path)[..., rows] for k in ("shift", "scale"))
+    if M and cfg.get("use_modal_output_block"):
+        # the modality's bias on the hidden scalars goes through the last (linear) readout
+        # into a constant per-atom energy: folded into the shift, scale * e_bias[m] + shift
+        hidden_r, bias = linear_split_modal(hidden_r, irreps[-1], [(n_hidden, 0, 1)], M)
+        e_bias = bias @ out_w / math.sqrt(n_hidden)  # [M]
+        scale2 = np.broadcast_to(scale, (M, T))
+        shift = np.broadcast_to(shift, (M, T)) + scale2 * e_bias[:, None]
+    if hidden_r.size != F_last * n_hidden:
+        raise ConversionError(f"{path}: reduce_input_to_hidden has {hidden_r.size} weights for "
+                              f"{F_last} x {n_hidden}")
     readout = [(None, [(n_hidden, 0, 1)], hidden_r),
-               ([(n_hidden, 0, 1)], [(1, 0, 1)],
-                _need(sd, "reduce_hidden_to_energy.linear.weight", path))]
-    shift = _need(sd, "rescale_atomic_energy.shift", path).ravel()
-    scale = _need(sd, "rescale_atomic_energy.scale", path).ravel()
-    shift = np.broadcast_to(shift, (T,)) if shift.size in (1, T) else None
-    scale = np.broadcast_to(scale, (T,)) if scale.size in (1, T) else None
-    if shift is None or scale is None:
-        raise ConversionError(f"{path}: rescale_atomic_energy shift/scale do not have one "
-                              f"value per species ({T})")
+               ([(n_hidden, 0, 1)], [(1, 0, 1)], out_w)]
     name = path.rsplit("/", 1)[-1]
     return build_fnqm({
         "family": "sevenn",
@@ -203,7 +273,7 @@ def convert_sevenn(path):
         "species": species, "cutoff": rc, "bessel_freq": coeffs * rc,
         "polynomial_p": float(cut.get("poly_cut_p_value", 6)), "envelope": envelope,
         "lmax": lmax,
-        "sh_parity": "even", "sh_normalize": normalize_sph, "irreps_sh": irreps_sh, "embedding_irreps": irreps[0],
+        "sh_parity": "natural" if parity else "even", "sh_normalize": normalize_sph, "irreps_sh": irreps_sh, "embedding_irreps": irreps[0],
         "embedding": embedding, "layers": layers, "readout": readout,
-        "energy_scale": scale, "energy_shift": shift,
+        "energy_scale": scale, "energy_shift": shift, "modalities": modalities,
     })
