@@ -335,7 +335,7 @@ void PairFusedNequip::allocate()
 
 /* ----------------------------------------------------------------------
    pair_style fusednequip [dtype float64|float32] [device auto|cpu|cuda|cuda:N]
-                          [comm auto|nccl|ipc|staged|host]
+                          [comm auto|nccl|ipc|staged|host] [modal NAME]
 ------------------------------------------------------------------------- */
 
 void PairFusedNequip::settings(int narg, char **arg)
@@ -352,18 +352,22 @@ void PairFusedNequip::settings(int narg, char **arg)
   impl->comm_choice = "auto";
   impl->max_neighbors = -1;
   impl->min_distance = -1.0;
+  const std::string modal_before = impl->modal;
+  impl->modal.clear();
   for (int iarg = 0; iarg < narg; iarg += 2) {
     const std::string key = arg[iarg];
     if (key != "dtype" && key != "device" && key != "comm" && key != "max_neighbors" &&
-        key != "min_distance")
+        key != "min_distance" && key != "modal")
       error->all(FLERR,
                  "Unknown pair_style fusednequip keyword '" + key +
                      "' (known: dtype float64|float32, device auto|cpu|cuda|cuda:N, comm "
-                     "auto|nccl|ipc|staged|host, max_neighbors N, min_distance D)");
+                     "auto|nccl|ipc|staged|host, max_neighbors N, min_distance D, modal NAME)");
     if (iarg + 1 >= narg)
       error->all(FLERR, "Pair style fusednequip: keyword '" + key + "' needs a value");
     const std::string value = arg[iarg + 1];
-    if (key == "max_neighbors")
+    if (key == "modal")
+      impl->modal = value;
+    else if (key == "max_neighbors")
       impl->max_neighbors = utils::bnumeric(FLERR, value.c_str(), false, lmp);
     else if (key == "min_distance")
       impl->min_distance = utils::numeric(FLERR, value.c_str(), false, lmp);
@@ -392,6 +396,9 @@ void PairFusedNequip::settings(int narg, char **arg)
                                                : "auto, nccl, ipc, staged, host"));
   }
   impl->context_stale = true;
+  // a pair_style given again keeps the pair_coeff model: reload it for another modality
+  if (impl->model && impl->modal != modal_before)
+    load_model(std::string(fnq_model_path(impl->model)).c_str());
 }
 
 /* ----------------------------------------------------------------------
@@ -434,10 +441,32 @@ void PairFusedNequip::load_model(const char *name)
                   std::string("Pair fusednequip: cannot load model '") + name +
                       "': " + fnq_last_error());
 
+  select_modality(name);
   impl->cutoff = fnq_model_cutoff(impl->model);
   impl->max_width = 0;
   for (int layer = 1; layer < fnq_model_num_layers(impl->model); layer++)
     impl->max_width = std::max(impl->max_width, (int) fnq_model_ghost_width(impl->model, layer));
+}
+
+/* ----------------------------------------------------------------------
+   a multi-modal model (7net-mf-0) needs `pair_style fusednequip modal NAME`; another model
+   refuses one
+------------------------------------------------------------------------- */
+
+void PairFusedNequip::select_modality(const char *name)
+{
+  const int32_t n = fnq_model_num_modalities(impl->model);
+  std::string known;
+  for (int32_t k = 0; k < n; k++)
+    known += std::string(k ? " " : "") + fnq_model_modality_name(impl->model, k);
+  if (impl->modal.empty() && n > 0)
+    error->all(FLERR, std::string("Pair fusednequip: model '") + name +
+                          "' is multi-modal (modalities: " + known +
+                          "): choose one with pair_style fusednequip ... modal NAME");
+  if (!impl->modal.empty() &&
+      fnq_model_set_modality(impl->model, impl->modal.c_str()) != FNQ_STATUS_OK)
+    error->all(FLERR, std::string("Pair fusednequip: modal ") + impl->modal + ": " +
+                          fnq_last_error());
 }
 
 /* ----------------------------------------------------------------------

@@ -62,6 +62,7 @@ class PairFusedNequip : public Pair {
 
   void allocate();
   void load_model(const char *name);
+  void select_modality(const char *name);
   void check_elements();
   void make_context();
   std::string choose_exchange(int device_id);

@@ -31,6 +31,7 @@ struct FusedNequipImpl {
   int device_index = -1;    // cuda:N; -1: the GPU of the caller's arrays, else by node-local rank
   int arrays_gpu = -1;      // the GPU of a KOKKOS LAMMPS' device arrays (use_gpu_of_arrays)
   std::string comm_choice = "auto";    // auto, nccl, ipc, staged, host
+  std::string modal;                   // a multi-modal model's modality ("" none)
   bool context_stale = true;
 
   // several ranks on GPUs: our own ghost exchange on the GPU (mpi/), routed once per

@@ -226,6 +226,11 @@ __global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPL
         linear_fwd<REAL, kNB>(L.self_conn, L.in, L.conv, t, nb, sX, din, sYv, dconv, true);
         __syncthreads();
     }
+    if (L.bias_2) {
+        for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
+            sYv[k] += L.bias_2[k % dconv];
+        __syncthreads();
+    }
     norm_fwd<REAL, kNB>(L, nb, sYv, dconv, rho, sYn, dconv, red);
     __syncthreads();
     for (int k = threadIdx.x; k < nb * dconv; k += blockDim.x)
@@ -253,7 +258,8 @@ __global__ void __launch_bounds__(kThreads, forward_blocks_per_sm<REAL>(TAB, SPL
             const int at = tiled_index(N.in, b, rel / N.in.mul[b], rel % N.in.mul[b]);
             for (int q = 0; q < nb; q++)
                 a.h1_next[(int64_t)(r0 + q) * N.in.tile_dim + at] =
-                    sT1[q * N.in.dim + k] * N.sender_scale[t[q]];
+                    (sT1[q * N.in.dim + k] + (N.bias_1 ? N.bias_1[k] : REAL(0))) *
+                    N.sender_scale[t[q]];
         }
         return;
     }

@@ -115,6 +115,9 @@ template <typename REAL> struct Layer {
     Irreps in, mid, conv, out;
     Linear<REAL> linear_1, linear_2, self_conn;
     const REAL *sender_scale; /* [n_species] */
+    /* the chosen modality's biases on linear_1's outputs [in dim] and linear_2's [conv dim]
+     * (model.h), nullptr: none */
+    const REAL *bias_1, *bias_2;
 
     /* radial MLP: size[0] = basis ... size[n_mlp] = radial weights */
     int n_mlp;

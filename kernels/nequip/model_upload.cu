@@ -282,6 +282,10 @@ static enum fnq_status convert_layer(Allocations *al, const struct fnq_model *m,
     FNQ_CHECK(convert_linear<REAL>(al, h.linear_2, h.mid, h.conv, m->n_species, c.quads, &d->linear_2));
     FNQ_CHECK(convert_linear<REAL>(al, h.self_conn, h.in, h.conv, m->n_species, c.quads, &d->self_conn));
     FNQ_CHECK(upload_real<REAL>(al, h.sender_scale, (size_t)m->n_species, &d->sender_scale));
+    if (h.linear_1.bias)
+        FNQ_CHECK(upload_real<REAL>(al, h.linear_1.bias, (size_t)h.in.dim, &d->bias_1));
+    if (h.linear_2.bias)
+        FNQ_CHECK(upload_real<REAL>(al, h.linear_2.bias, (size_t)h.conv.dim, &d->bias_2));
 
     d->n_mlp = h.radial.n_layers;
     for (int k = 0; k <= h.radial.n_layers; k++)
@@ -495,12 +499,6 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
 {
     const int table_intervals = c.table_intervals;
     memset(dm, 0, sizeof(*dm));
-    for (int i = 0; i < m->n_layers; i++)
-        if (m->layers[i].linear_1.bias || m->layers[i].linear_2.bias)
-            return fnq__fail(FNQ_STATUS_UNSUPPORTED,
-                             "the CUDA kernels have no linear biases yet, which a multi-modal "
-                             "model's modality ('%s') needs (use device 'cpu')",
-                             m->modality_name[m->modality]);
     Allocations *al = new Allocations();
     dm->allocations = al;
     dm->n_layers = m->n_layers;
@@ -555,7 +553,7 @@ enum fnq_status model_upload(const struct fnq_model *m, const UploadChoices &c, 
         double *y = h1.data() + (size_t)t * d0;
         fnq__linear_apply_f64(&L0.linear_1, &L0.in, &L0.in, t, x, y);
         for (int k = 0; k < d0; k++)
-            y[k] *= L0.sender_scale[t];
+            y[k] = (y[k] + (L0.linear_1.bias ? L0.linear_1.bias[k] : 0.0)) * L0.sender_scale[t];
         /* dE/dh_L: back through the readout chain from dE/de = energy_scale[t] */
         std::vector<double> cur(1, m->energy_scale[t]);
         for (int r = m->n_readout - 1; r >= 0; r--) {

@@ -40,7 +40,8 @@ template <typename REAL> struct GemmTerm {
     int x_by_species;
 };
 
-/* y (accumulate: +=) = row_scale[species] * sum of the terms, in dst's layout (tiled or not) */
+/* y (accumulate: +=) = row_scale[species] * (sum of the terms + bias), in dst's layout (tiled
+ * or not) */
 template <typename REAL> struct GemmJob {
     Irreps dst;
     REAL *y;
@@ -51,6 +52,9 @@ template <typename REAL> struct GemmJob {
      * (gemm_launch checks) */
     int y_vec4;
     const REAL *row_scale; /* [n_species], or nullptr */
+    /* added to the sum before row_scale, per value of dst's untiled layout (a modality's
+     * bias), or nullptr; only where the job does not accumulate */
+    const REAL *bias;
     int n_terms;
     GemmTerm<REAL> term[kGemmTerms];
     int tile_start[kMaxBlocks + 1]; /* first tile of each dst block, within the job */
@@ -258,7 +262,8 @@ __global__ void __launch_bounds__(kThreads, (kGemmBlocksPerSM<REAL, TN>)) linear
                     load4(p, v);
 #pragma unroll
                 for (int c = 0; c < 4; c++) {
-                    const REAL x = acc[i][4 * h + c] * scale;
+                    const REAL bias = J.bias ? J.bias[J.dst.off[b] + m * N + col0 + c] : REAL(0);
+                    const REAL x = (acc[i][4 * h + c] + bias) * scale;
                     v[c] = J.accumulate ? v[c] + x : x;
                 }
                 store4(p, v);
@@ -270,7 +275,8 @@ __global__ void __launch_bounds__(kThreads, (kGemmBlocksPerSM<REAL, TN>)) linear
                 if (col >= N)
                     continue;
                 const int o = at(col);
-                const REAL v = acc[i][4 * h + c] * scale;
+                const REAL bias = J.bias ? J.bias[J.dst.off[b] + m * N + col] : REAL(0);
+                const REAL v = (acc[i][4 * h + c] + bias) * scale;
                 yr[o] = J.accumulate ? yr[o] + v : v;
             }
         }
@@ -545,6 +551,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order,
     GemmArgs<REAL> g = gemm_args<REAL>(n, a.species, order);
     /* y = linear_2(A) + self_connection(h) */
     GemmJob<REAL> &J = new_job<REAL>(g, L.conv, a.y_save, L.conv.dim, false, false, nullptr);
+    J.bias = L.bias_2;
     add_term<REAL>(J, L.linear_2, false, L.mid, a.A, a.a_stride, false);
     if (L.self_conn.n_instr > 0) {
         if (a.layer == 0)
@@ -574,6 +581,7 @@ cudaError_t node_forward_launch(const ForwardArgs<REAL> &a, const int *order,
     g = gemm_args<REAL>(n, a.species, order);
     GemmJob<REAL> &H = new_job<REAL>(g, N.in, a.h1_next, N.in.tile_dim, true, false,
                                      N.sender_scale);
+    H.bias = N.bias_1;
     add_term<REAL>(H, N.linear_1, false, N.in, a.hout, a.W, false);
     return gemm_launch<REAL>(g, stream, launches);
 }

@@ -4,8 +4,8 @@
     atoms.calc = FusedNequIPCalculator("nequix-mp-1")
 """
 from ._lib import ABI_VERSION, DType, Device, Status, library_path
-from .errors import (DeviceError, FusedNequipError, ModelFileError, StructureError,
-                     UnknownElementError)
+from .errors import (DeviceError, FusedNequipError, ModalityError, ModelFileError,
+                     StructureError, UnknownElementError)
 from .model import Context, Model
 
 __version__ = "0.1.0"
@@ -19,5 +19,5 @@ def __getattr__(name):  # the calculator imports ASE, which the core bindings do
 
 
 __all__ = ["FusedNequIPCalculator", "Model", "Context", "FusedNequipError", "ModelFileError",
-           "UnknownElementError", "StructureError", "DeviceError", "Status", "DType", "Device",
+           "UnknownElementError", "StructureError", "DeviceError", "ModalityError", "Status", "DType", "Device",
            "ABI_VERSION", "library_path"]

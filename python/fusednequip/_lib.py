@@ -107,6 +107,9 @@ _SIGNATURES = {
     "fnq_model_num_params": (ctypes.c_int64, [_p]),
     "fnq_model_species_symbol": (ctypes.c_char_p, [_p, ctypes.c_int32]),
     "fnq_model_species_index": (ctypes.c_int32, [_p, ctypes.c_char_p]),
+    "fnq_model_num_modalities": (ctypes.c_int32, [_p]),
+    "fnq_model_modality_name": (ctypes.c_char_p, [_p, ctypes.c_int32]),
+    "fnq_model_set_modality": (ctypes.c_int, [_p, ctypes.c_char_p]),
     "fnq_ctx_init": (ctypes.c_int, [_p, ctypes.c_int, ctypes.c_int32, ctypes.c_int,
                                     ctypes.POINTER(_p)]),
     "fnq_ctx_free": (None, [_p]),
@@ -130,7 +133,8 @@ _SIGNATURES = {
 
 # newer than ABI version 1's first release: a library without them still loads, and the
 # methods that need them say so
-_OPTIONAL = {"fnq_ctx_compute_graph_device", "fnq_last_error_atoms"}
+_OPTIONAL = {"fnq_ctx_compute_graph_device", "fnq_last_error_atoms",
+             "fnq_model_num_modalities", "fnq_model_modality_name", "fnq_model_set_modality"}
 
 for _name, (_res, _args) in _SIGNATURES.items():
     if _name in _OPTIONAL and not hasattr(lib, _name):

@@ -16,6 +16,9 @@ class FusedNequIPCalculator(Calculator):
     ----------
     model : str or Model
         A model file, a model name looked up in $FUSEDNEQUIP_MODEL_DIR, or a loaded Model.
+    modal : str, optional
+        The modality of a multi-modal model (as SevenNetCalculator's `modal`: "PBE" or
+        "R2SCAN" for 7net-mf-0); required for such a model, refused for others.
     device : "auto" | "cpu" | "cuda"
         "auto" takes the GPU when the library was built with CUDA, one is present and the
         CUDA backend supports the model; otherwise the CPU (with a warning on stderr when the
@@ -47,11 +50,14 @@ class FusedNequIPCalculator(Calculator):
     implemented_properties = ["energy", "free_energy", "energies", "forces", "stress"]
 
     def __init__(self, model, device="auto", dtype=None, max_neighbors=None, min_distance=None,
-                 **kwargs):
+                 modal=None, **kwargs):
         super().__init__(**kwargs)
         self._lock = threading.RLock()
         self._owns_model = not isinstance(model, Model)
-        self.model = Model(model) if self._owns_model else model
+        self.model = Model(model, modal=modal) if self._owns_model else model
+        if not self._owns_model and modal is not None and modal != model.modal:
+            raise ValueError(f"modal={modal!r}, but the Model passed was loaded with "
+                             f"modal={model.modal!r}: give it to Model(path, modal=...)")
         self.context = Context(self.model, device=device, dtype=dtype)
         if max_neighbors is not None:
             self.context.set_max_neighbors(max_neighbors)

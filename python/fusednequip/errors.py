@@ -32,6 +32,11 @@ class StructureError(FusedNequipError, ValueError):
     fault: (i, j) for two atoms too close, (i,) for one atom."""
 
 
+class ModalityError(FusedNequipError, ValueError):
+    """A multi-modal model used without a modality, or with one it does not have (the
+    message lists its modalities), or a modality given for a model without any."""
+
+
 class DeviceError(FusedNequipError):
     """The requested device is unavailable, or a GPU error (out of memory, ...)."""
 
@@ -43,6 +48,7 @@ _PYTHON_TERMS = {
                                  "Context.set_max_neighbors(N)",
     "fnq_ctx_set_min_distance": "FusedNequIPCalculator(..., min_distance=D) or "
                                 "Context.set_min_distance(D)",
+    "C fnq_model_set_modality": "Model(path, modal=NAME)",
 }
 
 

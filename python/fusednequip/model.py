@@ -14,7 +14,8 @@ import numpy as np
 
 from . import _lib
 from ._lib import DType, Device, lib
-from .errors import UnknownElementError, raise_for
+from ._lib import Status
+from .errors import ModalityError, UnknownElementError, python_terms, raise_for
 
 _DEVICES = {"auto": Device.AUTO, "cpu": Device.CPU, "cuda": Device.CUDA, "gpu": Device.CUDA}
 _DTYPES = {None: DType.DEFAULT, "float32": DType.F32, "float64": DType.F64}
@@ -23,12 +24,28 @@ _DTYPES = {None: DType.DEFAULT, "float32": DType.F32, "float64": DType.F64}
 class Model:
     """A loaded model (read-only; shareable by several contexts).
 
-    `path` is a model file or a name looked up in $FUSEDNEQUIP_MODEL_DIR (see README)."""
+    `path` is a model file or a name looked up in $FUSEDNEQUIP_MODEL_DIR (see README).
+    `modal` chooses the modality of a multi-modal model (SevenNet's 7net-mf-0: "PBE" or
+    "R2SCAN"; `modalities` lists them); such a model makes no context without one."""
 
-    def __init__(self, path):
+    def __init__(self, path, modal=None):
         handle = ctypes.c_void_p()
         st = lib.fnq_model_load(str(path).encode(), ctypes.byref(handle))
         raise_for(st, during_load=True)
+        modal_api = hasattr(lib, "fnq_model_set_modality")
+        self.modalities = [lib.fnq_model_modality_name(handle, i).decode()
+                           for i in range(lib.fnq_model_num_modalities(handle))] if modal_api else []
+        if modal is not None and not modal_api:
+            lib.fnq_model_free(handle)
+            raise ModalityError(f"modal={modal!r}: {_lib.library_path} predates multi-modal "
+                                f"models; rebuild it", Status.UNSUPPORTED)
+        if modal is not None:
+            st = lib.fnq_model_set_modality(handle, str(modal).encode())
+            if st != 0:
+                message = python_terms(lib.fnq_last_error().decode())
+                lib.fnq_model_free(handle)
+                raise ModalityError(message, st)
+        self.modal = modal
         self._handle = handle
         # the C model is freed when the last open context on it is closed and the model is
         # closed (or collected): contexts read it until they are freed
@@ -65,7 +82,7 @@ class Model:
         self.close()
 
     def __reduce__(self):  # pickled by path: the file is read again where it is unpickled
-        return (Model, (self.path,))
+        return (Model, (self.path, self.modal))
 
     def __copy__(self):  # read-only: a copy may be the model itself
         return self
@@ -119,6 +136,11 @@ class Context:
         self.min_distance = None
         self.max_neighbors = None
         self._lock = threading.Lock()
+        if model.modalities and model.modal is None:
+            raise ModalityError(f"model {model.path} is multi-modal (modalities: "
+                                f"{', '.join(model.modalities)}): choose one, "
+                                f"FusedNequIPCalculator(..., modal=NAME) or Model(path, "
+                                f"modal=NAME)", Status.INVALID_ARG)
         model._open_context()
         handle = ctypes.c_void_p()
         st = lib.fnq_ctx_init(model._handle, _DEVICES[device], device_id, _DTYPES[dtype],

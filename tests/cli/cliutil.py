@@ -20,6 +20,22 @@ def python_with(*modules):
     return None
 
 
+def sevenn_site():
+    """the directory holding the installed sevenn package (fixtures name sevenn/...):
+    $FNQ_SEVENN_DIR's parent, else where this interpreter or /usr/bin/python3 finds it
+    (importlib.util.find_spec: sevenn is not imported, `pip install --no-deps` is enough)"""
+    d = os.environ.get("FNQ_SEVENN_DIR")
+    if d:
+        return os.path.dirname(os.path.abspath(d))
+    probe = ("import importlib.util, os; s = importlib.util.find_spec('sevenn'); "
+             "print(os.path.dirname(os.path.dirname(s.origin)) if s else '')")
+    for exe in (sys.executable, "/usr/bin/python3"):
+        p = subprocess.run([exe, "-c", probe], capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip()
+    return None
+
+
 def flat(x):
     if isinstance(x, (list, tuple)):
         return [v for item in x for v in flat(item)]

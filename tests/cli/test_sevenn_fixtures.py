@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from cliutil import SKIP, Checker, python_with, rel_dev, run
+from cliutil import SKIP, Checker, python_with, rel_dev, run, sevenn_site
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -30,20 +30,6 @@ TOL = {"float64": 1e-10, "float32": 1e-5}
 DEVICE = os.environ.get("FNQ_FIXTURE_DEVICE", "cpu")
 # fixture -> what the converter must name when it refuses the model (not supported yet)
 REFUSED = {}
-
-
-def sevenn_site():
-    """the directory holding the sevenn package (its parent: fixtures name sevenn/...)"""
-    d = os.environ.get("FNQ_SEVENN_DIR")
-    if d:
-        return os.path.dirname(os.path.abspath(d))
-    probe = ("import importlib.util, os; s = importlib.util.find_spec('sevenn'); "
-             "print(os.path.dirname(os.path.dirname(s.origin)) if s else '')")
-    for exe in (sys.executable, "/usr/bin/python3"):
-        p = subprocess.run([exe, "-c", probe], capture_output=True, text=True)
-        if p.returncode == 0 and p.stdout.strip():
-            return p.stdout.strip()
-    return None
 
 
 def check_modal_refusals(c, name, model):

@@ -117,9 +117,23 @@ def triclinic_quartz(n1=3, n2=3, n3=2, seed=7):
     return rattled(s, 0.04, seed)
 
 
+def reduced_tilts(s):
+    """The same periodic structure (LAMMPS' frame) with its tilts within LAMMPS' limits
+    (|xy| <= lx/2, ...): lattice vectors minus whole multiples of the ones before them;
+    read_data maps the atoms into the new box."""
+    a, b, c = [list(v) for v in s["cell"]]
+    k = round(c[1] / b[1])
+    c = [c[i] - k * b[i] for i in range(3)]
+    for v in (c, b):
+        k = round(v[0] / a[0])
+        v[0] -= k * a[0]
+    return dict(s, cell=[a, b, c])
+
+
 def masses(symbols):
-    known = {"H": 1.008, "Li": 6.94, "C": 12.011, "N": 14.007, "O": 15.9994, "Si": 28.0855,
-             "P": 30.973762, "S": 32.06, "Fe": 55.845, "Cu": 63.546, "Pt": 195.084}
+    known = {"H": 1.008, "Li": 6.94, "C": 12.011, "N": 14.007, "O": 15.9994, "Mg": 24.305,
+             "Al": 26.9815385, "Si": 28.0855, "P": 30.973762, "S": 32.06, "Fe": 55.845,
+             "Cu": 63.546, "Ge": 72.630, "Pt": 195.084}
     return [known[s] for s in symbols]
 
 
