@@ -19,5 +19,5 @@ def __getattr__(name):  # the calculator imports ASE, which the core bindings do
 
 
 __all__ = ["FusedNequIPCalculator", "Model", "Context", "FusedNequipError", "ModelFileError",
-           "UnknownElementError", "StructureError", "DeviceError", "ModalityError", "Status", "DType", "Device",
-           "ABI_VERSION", "library_path"]
+           "UnknownElementError", "StructureError", "DeviceError", "ModalityError", "Status",
+           "DType", "Device", "ABI_VERSION", "library_path"]

@@ -37,6 +37,10 @@ enum fnq_status fnq__fnqm_arrays_read(const cJSON *header, const char *file, con
                                       size_t size, size_t offset, struct fnqm_arrays *a);
 void fnq__fnqm_arrays_free(struct fnqm_arrays *a);
 
+/* The record that `ref` (a header value naming an array) names, or NULL: its declared shape
+ * for a reader that accepts several (one set or one per species, per modality, ...). */
+const struct fnqm_array *fnq__fnqm_array_find(const struct fnqm_arrays *a, const cJSON *ref);
+
 /* The array that header field `field` (its JSON value `ref`, a name) refers to, checked to
  * have `ndim` dims equal to `shape`, as newly allocated doubles in *out. */
 enum fnq_status fnq__fnqm_array_get(const struct fnqm_arrays *a, const char *field,

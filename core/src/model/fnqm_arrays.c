@@ -100,6 +100,14 @@ enum fnq_status fnq__fnqm_arrays_read(const cJSON *header, const char *file, con
     return FNQ_STATUS_OK;
 }
 
+const struct fnqm_array *fnq__fnqm_array_find(const struct fnqm_arrays *a, const cJSON *ref)
+{
+    for (int32_t k = 0; cJSON_IsString(ref) && k < a->n; k++)
+        if (strcmp(a->entry[k].name, ref->valuestring) == 0)
+            return &a->entry[k];
+    return NULL;
+}
+
 enum fnq_status fnq__fnqm_array_get(const struct fnqm_arrays *a, const char *field,
                                     const cJSON *ref, int32_t ndim, const int64_t *shape,
                                     double **out)
@@ -108,10 +116,7 @@ enum fnq_status fnq__fnqm_array_get(const struct fnqm_arrays *a, const char *fie
     if (!cJSON_IsString(ref))
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field '%s' must name an array (a string)", a->file, field);
-    const struct fnqm_array *e = NULL;
-    for (int32_t k = 0; k < a->n && !e; k++)
-        if (strcmp(a->entry[k].name, ref->valuestring) == 0)
-            e = &a->entry[k];
+    const struct fnqm_array *e = fnq__fnqm_array_find(a, ref);
     if (!e)
         return fnq__fail(FNQ_STATUS_FORMAT,
                          "%s: header field '%s' names array '%s', which the file does not have",

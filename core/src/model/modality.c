@@ -16,14 +16,6 @@
 
 #define MAX_MODALITIES 64
 
-static const struct fnqm_array *declared(const struct fnqm_arrays *a, const cJSON *ref)
-{
-    for (int32_t k = 0; cJSON_IsString(ref) && k < a->n; k++)
-        if (strcmp(a->entry[k].name, ref->valuestring) == 0)
-            return &a->entry[k];
-    return NULL;
-}
-
 /* energy_scale or energy_shift: [n_species], or [n_modalities][n_species] in a multi-modal
  * model (then *modal holds it and *shared gets the chosen row later) */
 static enum fnq_status read_energy(const cJSON *h, const struct fnqm_arrays *a, const char *key,
@@ -31,7 +23,7 @@ static enum fnq_status read_energy(const cJSON *h, const struct fnqm_arrays *a, 
 {
     const cJSON *ref = fnq__fnqm_field(h, key);
     FNQ_CHECK(fnq__fnqm_need(ref, a->file, key));
-    const struct fnqm_array *e = declared(a, ref);
+    const struct fnqm_array *e = fnq__fnqm_array_find(a, ref);
     if (m->n_modalities > 0 && e && e->rec.ndim == 2) {
         int64_t shape[2] = {m->n_modalities, m->n_species};
         FNQ_CHECK(fnq__fnqm_array_get(a, key, ref, 2, shape, modal));

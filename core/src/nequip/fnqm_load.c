@@ -73,14 +73,6 @@ static enum fnq_status get_activation(const cJSON *obj, const char *key, const c
     return FNQ_STATUS_OK;
 }
 
-static const struct fnqm_array *find_array(const struct fnqm_arrays *a, const cJSON *ref)
-{
-    for (int32_t k = 0; cJSON_IsString(ref) && k < a->n; k++)
-        if (strcmp(a->entry[k].name, ref->valuestring) == 0)
-            return &a->entry[k];
-    return NULL;
-}
-
 /* An e3nn Linear (instructions: every pair of equal irreps, input-major) whose weights are one
  * shared set [n_w] or one set per species [n_species, n_w]. */
 static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const cJSON *obj,
@@ -95,7 +87,7 @@ static enum fnq_status read_linear(const struct fnqm_arrays *a, const cJSON *ref
 {
     if (cJSON_IsObject(ref))
         return read_factored_linear(a, ref, path, in, out, n_species, lin);
-    const struct fnqm_array *e = find_array(a, ref);
+    const struct fnqm_array *e = fnq__fnqm_array_find(a, ref);
     int32_t sets = (e && e->rec.ndim == 2) ? n_species : 1;
     /* the array must hold the weights before they are allocated: a header's irreps can ask for
      * any number of them; fnq__fnqm_array_get names the array and both shapes when not */
@@ -136,7 +128,7 @@ static enum fnq_status read_factored_linear(const struct fnqm_arrays *a, const c
 {
     char sub[192];
     const cJSON *wref = fnq__fnqm_field(obj, "weights"), *cref = fnq__fnqm_field(obj, "species_coefficients");
-    const struct fnqm_array *e = find_array(a, cref);
+    const struct fnqm_array *e = fnq__fnqm_array_find(a, cref);
     snprintf(sub, sizeof(sub), "%s.species_coefficients", path);
     if (!e || e->rec.ndim != 2 || e->rec.shape[0] != n_species || e->rec.shape[1] < 1 ||
         e->rec.shape[1] > 4096)
@@ -339,7 +331,7 @@ static enum fnq_status read_radial(const cJSON *r, const struct fnqm_arrays *a, 
     mlp->size[0] = n_basis;
     for (int32_t k = 0; k < mlp->n_layers; k++) {
         const cJSON *ref = cJSON_GetArrayItem(ws, k);
-        const struct fnqm_array *e = find_array(a, ref);
+        const struct fnqm_array *e = fnq__fnqm_array_find(a, ref);
         snprintf(path, sizeof(path), "%s.radial_mlp.weights[%d]", lp, k);
         int64_t width = (k + 1 == mlp->n_layers) ? n_weights
                         : (e && e->rec.ndim == 2) ? e->rec.shape[1]

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..cg import wigner_3j
-from ..e3nn_layout import format_irreps, linear_split_modal, parse_irreps
+from ..e3nn_layout import format_irreps, linear_split_modal, parse_irreps, products
 from ..elements import is_element
 from ..errors import ConversionError
 from ..nequip.common import activation, build_fnqm
@@ -129,8 +129,8 @@ def _irreps(cfg, irreps_sh, n_layers, path):
     x, irreps = [(F, 0, 1)], [[(F, 0, 1)]]
     for t in range(n_layers):
         last = t == n_layers - 1
-        out = {(l, p1 * p2) for _, l1, p1 in x for _, l2, p2 in irreps_sh
-               for l in range(abs(l1 - l2), l1 + l2 + 1)}
+        out = {ir for _, l1, p1 in x for _, l2, p2 in irreps_sh
+               for ir in products(l1, p1, l2, p2)}
         x = [(F, l, p) for l, p in sorted(out)
              if l <= (0 if last else lmax_node) and not (last and p < 0)]
         irreps.append(x)

@@ -4,8 +4,6 @@ import importlib.util
 import os
 import re
 
-import numpy as np
-
 from ..errors import ConversionError
 
 # the keywords of sevenn.util.pretrained_name_to_path for the checkpoints inside the wheel
@@ -71,12 +69,3 @@ def load(path):
             else value.numpy()
     return dict(ck["config"]), sd
 
-
-def config_array(cfg, key, n, path):
-    """A config value that is a number or an array of n (shift, scale)."""
-    v = np.asarray(cfg[key], dtype=np.float64).ravel()
-    if v.size == 1:
-        v = np.full(n, v[0])
-    if v.size != n:
-        raise ConversionError(f"{path}: config {key} has {v.size} values for {n} species")
-    return v
