@@ -9,6 +9,10 @@ periodic float64 cases also run on 2 and 4 MPI ranks, compared with sevenn and w
 carries SevenNet's rows (both parities in small_ompa_like). A multi-modal model without
 `modal` is refused, naming its modalities.
 
+With FNQ_LAMMPS_DEVICE=cuda (CTest lammps_sevenn_fixtures_gpu; exits 77 without a usable GPU)
+every case runs on one GPU, 1 rank, float64 and float32, and the periodic cases in float64 on
+2 ranks sharing the GPU (comm ipc) and on 4 (comm staged), against sevenn and the 1-rank run.
+
 The checkpoints come from the installed sevenn (never copied here: cliutil.sevenn_site) and
 are converted by fusednequip-convert under a Python with torch; exits 77 when either is missing.
 """
@@ -23,7 +27,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
 from cliutil import python_with, sevenn_site  # noqa: E402
 from fixture_cases import compare, in_box, read_xyz, rotated_reference  # noqa: E402
-from lmputil import Checker, run_lammps, single_point  # noqa: E402
+from lmputil import Checker, gpu_available, run_lammps, single_point  # noqa: E402
 from structures import reduced_tilts, to_lammps_frame, write_data  # noqa: E402
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "sevenn")
@@ -31,6 +35,16 @@ TOL = {"float64": 1e-10, "float32": 1e-5}
 MODELS = ["7net-0", "7net-mf-0.PBE", "small_ompa_like.mpa"]
 RANKS_CASES = ("triclinic", "small_cell")  # float64 on 2 and 4 ranks too
 RANKS_TOL = 1e-12  # 2 and 4 ranks against 1, float64
+DEVICE = os.environ.get("FNQ_LAMMPS_DEVICE", "cpu")
+
+
+def runs_of(case):
+    """(dtype, ranks, comm keyword) of each run of one case"""
+    runs = [(dtype, 1, "") for dtype in TOL]
+    if case in RANKS_CASES:
+        runs += [("float64", 2, ""), ("float64", 4, "")] if DEVICE == "cpu" else \
+            [("float64", 2, "comm ipc"), ("float64", 4, "comm staged")]
+    return runs
 
 
 def case_of(xyz, want):
@@ -65,7 +79,9 @@ def check_refusal(c, model, elements):
 
 
 def main():
-    c = Checker("LAMMPS vs sevenn fixtures")
+    c = Checker(f"LAMMPS vs sevenn fixtures ({DEVICE})")
+    if DEVICE != "cpu" and not gpu_available():
+        sys.exit(77)
     exe, site = python_with("torch", "numpy"), sevenn_site()
     if exe is None or site is None:
         print(f"SKIP: {'no Python with torch' if exe is None else 'no sevenn package'} "
@@ -95,17 +111,14 @@ def main():
             elements = sorted(set(s["symbols"]))
             if modal and case == "oxide":
                 check_refusal(c, model, elements)
-            runs = [(dtype, 1) for dtype in TOL]
-            if case in RANKS_CASES:
-                runs += [("float64", 2), ("float64", 4)]
             one_rank = {}
-            for dtype, ranks in runs:
+            for dtype, ranks, comm in runs_of(case):
                 tol = 1e-4 if dtype == "float32" and case == "close_pair" else TOL[dtype]
                 with tempfile.TemporaryDirectory() as tmp:
                     got = single_point(tmp, s, elements, nprocs=ranks, model=model,
-                                       style_args=f"dtype {dtype} device cpu {modal}",
+                                       style_args=f"dtype {dtype} device {DEVICE} {comm} {modal}",
                                        boundary=boundary)
-                label = f"{name} {case} {dtype} {ranks} rank(s)"
+                label = f"{name} {case} {dtype} {ranks} rank(s) {comm}".rstrip()
                 compare(c, label, got, expect, tol, source="sevenn")
                 if ranks == 1:
                     one_rank[dtype] = got
