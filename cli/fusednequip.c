@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fnq.h"
+#include "eval.h"
 #include "xyz.h"
 
 static void usage(FILE *out)
@@ -20,14 +21,16 @@ static void usage(FILE *out)
             "usage: fusednequip info [MODEL]\n"
             "       fusednequip eval [--dtype float32|float64] [--device auto|cpu|cuda]\n"
             "                        [--min-distance A] [--max-neighbors N] [--modal NAME]\n"
-            "                        MODEL STRUCTURE.xyz\n"
+            "                        [--batch N] MODEL STRUCTURE.xyz\n"
             "\n"
             "MODEL is a file (.fnqm, .nqx) or a model name looked up in $FUSEDNEQUIP_MODEL_DIR\n"
             "(default %s).\n"
             "info without MODEL describes the library: version, backends, CUDA devices.\n"
             "eval prints JSON: energy (eV), energies (eV per atom), forces (eV/A), stress\n"
             "(eV/A^3, Voigt xx yy zz yz xz xy, ASE sign; only with a 3-D cell) and virial (eV).\n"
-            "--modal chooses the modality of a multi-modal model (e.g. PBE for 7net-mf-0).\n",
+            "--modal chooses the modality of a multi-modal model (e.g. PBE for 7net-mf-0).\n"
+            "--batch N evaluates the frames N at a time, each batch in one call of the library\n"
+            "(one graph on the GPU: many small structures); the lines then have no nedges.\n",
             fnq_default_model_dir());
 }
 
@@ -78,95 +81,6 @@ static int cmd_info(int argc, char **argv)
     return 0;
 }
 
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
-static void print_array(const double *v, int64_t n)
-{
-    putchar('[');
-    for (int64_t i = 0; i < n; i++)
-        printf("%s%.17g", i ? ", " : "", v[i]);
-    putchar(']');
-}
-
-static double cell_volume(const double *c)
-{
-    return c[0] * (c[4] * c[8] - c[5] * c[7]) - c[1] * (c[3] * c[8] - c[5] * c[6]) +
-           c[2] * (c[3] * c[7] - c[4] * c[6]);
-}
-
-static int eval_frame(struct fnq_ctx *ctx, const struct fnq_model *m, const char *file,
-                      const struct xyz_frame *fr)
-{
-    int64_t n = fr->n_atoms;
-    int32_t *species = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-    double *energies = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    double *forces = malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
-    int rc = 0;
-    if (!species || !energies || !forces) {
-        fprintf(stderr, "fusednequip: error: out of memory for %lld atoms\n", (long long)n);
-        rc = 2;
-        goto done;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        species[i] = fnq_model_species_index(m, fr->symbols[i]);
-        if (species[i] < 0) {
-            fprintf(stderr,
-                    "fusednequip: error: %s:%lld: atom %lld is element '%s', which the model %s "
-                    "does not have\n",
-                    file, (long long)(fr->first_line + 2 + i), (long long)i, fr->symbols[i],
-                    strrchr(fnq_model_path(m), '/') ? strrchr(fnq_model_path(m), '/') + 1
-                                                    : fnq_model_path(m));
-            rc = 2;
-            goto done;
-        }
-    }
-    double energy, virial[6];
-    if (fnq_ctx_compute_periodic(ctx, n, fr->positions, species, fr->has_cell ? fr->cell : NULL,
-                                 fr->pbc, &energy, energies, forces, virial) != FNQ_STATUS_OK) {
-        fprintf(stderr, "fusednequip: error: %s (frame at line %lld): %s\n", file,
-                (long long)fr->first_line, fnq_last_error());
-        rc = 2;
-        goto done;
-    }
-    printf("{\"energy\": %.17g, \"natoms\": %lld, \"nedges\": %lld, \"energies\": ", energy,
-           (long long)n, (long long)fnq_ctx_last_num_edges(ctx));
-    print_array(energies, n);
-    printf(", \"forces\": [");
-    for (int64_t i = 0; i < n; i++) {
-        printf("%s", i ? ", " : "");
-        print_array(forces + 3 * i, 3);
-    }
-    printf("], \"virial\": ");
-    print_array(virial, 6);
-    double vol = fr->has_cell ? fabs(cell_volume(fr->cell)) : 0.0;
-    if (vol > 1e-12) {
-        double stress[6];
-        for (int k = 0; k < 6; k++)
-            stress[k] = -virial[k] / vol;
-        printf(", \"stress\": ");
-        print_array(stress, 6);
-    }
-    printf(", \"dtype\": \"%s\", \"device\": \"%s\", \"model\": ",
-           fnq_dtype_name(fnq_ctx_dtype(ctx)), fnq_device_name(fnq_ctx_device(ctx)));
-    print_json_string(fnq_model_path(m));
-    printf("}\n");
-done:
-    free(species), free(energies), free(forces);
-    return rc;
-}
-
 static int cmd_eval(int argc, char **argv)
 {
     enum fnq_dtype dtype = FNQ_DTYPE_DEFAULT;
@@ -174,6 +88,7 @@ static int cmd_eval(int argc, char **argv)
     double min_distance = -1.0;
     long long max_neighbors = -1;
     const char *modal = NULL;
+    long long batch = 1;
     int k = 0;
     for (; k < argc && strncmp(argv[k], "--", 2) == 0; k++) {
         const char *opt = argv[k];
@@ -206,6 +121,14 @@ static int cmd_eval(int argc, char **argv)
             max_neighbors = atoll(val);
         } else if (strcmp(opt, "--modal") == 0) {
             modal = val;
+        } else if (strcmp(opt, "--batch") == 0) {
+            char *end;
+            batch = strtoll(val, &end, 10);
+            if (*end || batch < 1 || batch > 1000000) {
+                fprintf(stderr, "fusednequip: error: --batch must be a frame count from 1 to "
+                                "1000000, not '%s'\n", val);
+                return 1;
+            }
         } else {
             fprintf(stderr, "fusednequip: error: unknown option %s\n", opt);
             return 1;
@@ -237,17 +160,27 @@ static int cmd_eval(int argc, char **argv)
         if (f != stdin) fclose(f);
         return 2;
     }
-    int64_t line = 0, frames = 0;
+    int64_t line = 0, frames = 0, held = 0;
     char err[1024];
-    struct xyz_frame fr;
-    int got;
-    while ((got = xyz_read_frame(f, file, &line, &fr, err, sizeof(err))) == 1) {
-        rc = eval_frame(ctx, m, file, &fr);
-        xyz_frame_free(&fr);
-        frames++;
-        if (rc)
-            break;
+    struct xyz_frame *fr = calloc((size_t)batch, sizeof(*fr));
+    int got = 1;
+    if (!fr) {
+        fprintf(stderr, "fusednequip: error: out of memory for a batch of %lld frames\n", batch);
+        rc = 2;
     }
+    /* frames are read `batch` at a time; the last batch takes what is left */
+    while (fr && rc == 0 && got == 1) {
+        got = xyz_read_frame(f, file, &line, &fr[held], err, sizeof(err));
+        if (got == 1 && ++held < batch)
+            continue;
+        if (held > 0)
+            rc = eval_frames(ctx, m, file, fr, held, batch > 1);
+        frames += held;
+        for (int64_t s = 0; s < held; s++)
+            xyz_frame_free(&fr[s]);
+        held = 0;
+    }
+    free(fr);
     if (got < 0) {
         fprintf(stderr, "fusednequip: error: %s\n", err);
         rc = 2;

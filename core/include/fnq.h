@@ -210,6 +210,30 @@ FNQ_API enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_
                                                  double *virial);
 
 /*
+ * Evaluate a batch of independent structures in one call (screening, relaxations, replica MD:
+ * structures too small to keep a GPU busy one at a time). Structure s is atoms
+ * atom_offsets[s]..atom_offsets[s+1]-1 of the arrays (atom_offsets[n_structures+1], from 0,
+ * non-decreasing; a structure may have no atoms), with its own cell cells[9*s..9*s+8] and
+ * periodicity pbc[3*s..3*s+2] as fnq_ctx_compute_periodic takes them (cells may be NULL when no
+ * structure is periodic, pbc NULL when none is). Each structure gets its own neighbour list;
+ * no pair joins two structures, and each one's results are those of a call of its own (to
+ * rounding: the sums of a structure run in the same order).
+ *   positions[N*3], species[N] with N = atom_offsets[n_structures].
+ * Outputs (NULL = skip): energies[n_structures], atom_energies[N], forces[N*3],
+ *   virials[n_structures*6] (Voigt xx yy zz yz xz xy, as fnq_ctx_compute_periodic's).
+ * A bad structure (a non-finite coordinate, atoms too close, too many neighbours, a species
+ * the model lacks) fails the call with a message beginning "structure S: " (its atom numbers
+ * its own; fnq_last_error_atoms gives them as indices of the batch), and the outputs are left
+ * as they were.
+ */
+FNQ_API enum fnq_status fnq_ctx_compute_batch(struct fnq_ctx *ctx, int64_t n_structures,
+                                              const int64_t *atom_offsets,
+                                              const double *positions, const int32_t *species,
+                                              const double *cells, const int32_t *pbc,
+                                              double *energies, double *atom_energies,
+                                              double *forces, double *virials);
+
+/*
  * Ghost-atom exchange used by fnq_ctx_compute_graph when atoms n_local..n_all-1 are ghosts.
  * Rows hold `width` values of type `dtype` (float or double), row i at rows + i*width.
  *   forward: fill every ghost row from the row of the atom it is an image of.

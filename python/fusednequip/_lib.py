@@ -121,6 +121,9 @@ _SIGNATURES = {
     "fnq_ctx_compute_periodic": (ctypes.c_int, [
         _p, ctypes.c_int64, _f64, _i32, _opt(_f64), _opt(_i32), ctypes.POINTER(ctypes.c_double),
         _opt(_f64w), _opt(_f64w), _opt(_f64w)]),
+    "fnq_ctx_compute_batch": (ctypes.c_int, [
+        _p, ctypes.c_int64, _i64, _f64, _i32, _opt(_f64), _opt(_i32), _opt(_f64w), _opt(_f64w),
+        _opt(_f64w), _opt(_f64w)]),
     "fnq_ctx_compute_graph": (ctypes.c_int, [
         _p, ctypes.c_int64, ctypes.c_int64, _f64, _i32, ctypes.c_int64, _i64, _i64, _opt(_f64),
         _opt(_i64), ctypes.POINTER(ctypes.c_double), _opt(_f64w), _opt(_f64w), _opt(_f64w),
@@ -133,7 +136,7 @@ _SIGNATURES = {
 
 # newer than ABI version 1's first release: a library without them still loads, and the
 # methods that need them say so
-_OPTIONAL = {"fnq_ctx_compute_graph_device", "fnq_last_error_atoms",
+_OPTIONAL = {"fnq_ctx_compute_graph_device", "fnq_ctx_compute_batch", "fnq_last_error_atoms",
              "fnq_model_num_modalities", "fnq_model_modality_name", "fnq_model_set_modality"}
 
 for _name, (_res, _args) in _SIGNATURES.items():

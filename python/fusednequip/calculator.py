@@ -104,6 +104,29 @@ class FusedNequIPCalculator(Calculator):
             if a.cell.rank == 3:
                 self.results["stress"] = -virial / a.get_volume()
 
+    def calculate_batch(self, images):
+        """Evaluate many structures (a list of ase.Atoms, each its own cell, periodicity,
+        size and species) in one call of the library, one graph on the GPU: what screening,
+        phonon displacements or NEB images want. Returns one dict per structure with the keys
+        of `calculator.results` after a single call: energy, free_energy, energies, forces,
+        and stress where the cell has three vectors. The images' own calculators are left
+        alone, and so are this calculator's results."""
+        with self._lock:
+            structures = []
+            for a in images:
+                species = self.model.species_indices(a.get_chemical_symbols())
+                cell = a.cell.array if a.cell.rank > 0 or a.pbc.any() else None
+                structures.append((a.positions, species, cell, a.pbc))
+            out = []
+            for a, (energy, energies, forces, virial) in zip(
+                    images, self.context.compute_batch(structures)):
+                r = {"energy": energy, "free_energy": energy, "energies": energies,
+                     "forces": forces}
+                if a.cell.rank == 3:
+                    r["stress"] = -virial / a.get_volume()
+                out.append(r)
+            return out
+
     def close(self):
         """Free the context (and the model, when this calculator loaded it) now."""
         with self._lock:

@@ -15,7 +15,8 @@ import numpy as np
 from . import _lib
 from ._lib import DType, Device, lib
 from ._lib import Status
-from .errors import ModalityError, UnknownElementError, python_terms, raise_for
+from .errors import (FusedNequipError, ModalityError, UnknownElementError, python_terms,
+                     raise_for)
 
 _DEVICES = {"auto": Device.AUTO, "cpu": Device.CPU, "cuda": Device.CUDA, "gpu": Device.CUDA}
 _DTYPES = {None: DType.DEFAULT, "float32": DType.F32, "float64": DType.F64}
@@ -221,6 +222,43 @@ class Context:
                         ctypes.byref(energy), energies, forces.reshape(-1), virial)
         raise_for(st)
         return energy.value, energies, forces, virial
+
+    def compute_batch(self, structures):
+        """compute for many independent structures in one call of the library (one graph on
+        the GPU): `structures` is a sequence of (positions, species, cell, pbc) as compute
+        takes them. Returns a list of (energy, per-atom energies, forces, virial), one per
+        structure. A bad structure raises, naming it ("structure S: ...")."""
+        if not hasattr(lib, "fnq_ctx_compute_batch"):
+            raise FusedNequipError(f"{_lib.library_path} predates fnq_ctx_compute_batch")
+        pos, sp, cells, pbcs, offsets = [], [], [], [], [0]
+        for s, (positions, species, cell, pbc) in enumerate(structures):
+            p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+            z = np.asarray(species, dtype=np.int32).reshape(-1)
+            if len(z) != len(p):
+                raise ValueError(f"structure {s}: {len(p)} positions but {len(z)} species")
+            pos.append(p)
+            sp.append(z)
+            cells.append(np.zeros(9) if cell is None else
+                         np.asarray(cell, dtype=np.float64).reshape(9))
+            pbcs.append(np.zeros(3, np.int32) if pbc is None else
+                        np.broadcast_to(np.asarray(pbc, dtype=bool), 3).astype(np.int32))
+            offsets.append(offsets[-1] + len(p))
+        m, n = len(offsets) - 1, offsets[-1]
+        if m == 0:
+            return []
+        pos = np.ascontiguousarray(np.concatenate(pos)).reshape(-1)
+        sp = np.ascontiguousarray(np.concatenate(sp))
+        energies = np.empty(m, dtype=np.float64)
+        atom_energies = np.empty(n, dtype=np.float64)
+        forces = np.empty((n, 3), dtype=np.float64)
+        virials = np.empty((m, 6), dtype=np.float64)
+        st = self._call(lib.fnq_ctx_compute_batch, m, np.asarray(offsets, dtype=np.int64), pos,
+                        sp, np.ascontiguousarray(np.concatenate(cells)),
+                        np.ascontiguousarray(np.concatenate(pbcs)), energies, atom_energies,
+                        forces.reshape(-1), virials.reshape(-1))
+        raise_for(st)
+        return [(float(energies[s]), atom_energies[a:b], forces[a:b], virials[s])
+                for s, (a, b) in enumerate(zip(offsets[:-1], offsets[1:]))]
 
     def compute_graph(self, positions, species, receivers, senders, shifts=None):
         """Like compute, with the caller's full neighbour list instead of the library's.

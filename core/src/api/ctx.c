@@ -8,32 +8,11 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "api/ctx.h"
 #include "graph/graph.h"
-#include "api/options.h"
 #include "graph/pair_cache.h"
 #include "api/status.h"
 #include "model/modality.h"
-
-struct fnq_ctx {
-    const struct fnq_model *model;
-    enum fnq_device device;
-    enum fnq_dtype dtype;
-    const struct fnq_backend_i *backend;
-    void *state;
-    struct fnq_options options; /* read from the environment once, at fnq_ctx_init */
-    struct fnq_limits limits;
-    /* the caller's ghost exchange: at most one of the two */
-    struct fnq_comm comm;
-    struct fnq_device_comm device_comm;
-    int has_comm, has_device_comm;
-    struct fnq_graph_buf graph;
-    int64_t last_edges;
-    struct fnq_pair_cache last_call; /* for fnq_ctx_compute_graph_repeat */
-    /* host copies of device positions and species to word a failed input check
-     * (fnq_ctx_compute_graph_device): [n*3] doubles, then [n] int32 */
-    void *mirror;
-    size_t mirror_cap;
-};
 
 enum fnq_status fnq_ctx_init(const struct fnq_model *model, enum fnq_device device,
                              int32_t device_id, enum fnq_dtype dtype, struct fnq_ctx **out)
@@ -99,6 +78,8 @@ void fnq_ctx_free(struct fnq_ctx *ctx)
         return;
     ctx->backend->free(ctx->state);
     fnq__graph_buf_free(&ctx->graph);
+    fnq__graph_buf_free(&ctx->batch_one);
+    free(ctx->batch_out);
     fnq__pair_cache_free(&ctx->last_call);
     free(ctx->mirror);
     free(ctx);
@@ -186,7 +167,7 @@ static int caller_exchanges(const struct fnq_ctx *ctx)
     return ctx->has_comm || ctx->has_device_comm;
 }
 
-static enum fnq_status check_species(const struct fnq_model *m, int64_t n, const int32_t *species)
+enum fnq_status fnq__ctx_check_species(const struct fnq_model *m, int64_t n, const int32_t *species)
 {
     for (int64_t i = 0; i < n; i++)
         if (species[i] < 0 || species[i] >= m->n_species)
@@ -247,7 +228,7 @@ enum fnq_status fnq_ctx_compute_periodic(struct fnq_ctx *ctx, int64_t n_atoms,
         return fnq__fail(FNQ_STATUS_INVALID_ARG,
                          "fnq_ctx_compute_periodic: NULL context, positions or species, or a "
                          "negative atom count");
-    FNQ_CHECK(check_species(ctx->model, n_atoms, species));
+    FNQ_CHECK(fnq__ctx_check_species(ctx->model, n_atoms, species));
     if (ctx->backend->compute_periodic)
         return run(ctx, NULL, NULL, energy, atom_energies, forces, virial, NULL, n_atoms, positions,
                    species, cell, pbc);
@@ -324,7 +305,7 @@ enum fnq_status fnq_ctx_compute_graph(struct fnq_ctx *ctx, int64_t n_local, int6
                                        (long long)(n_local + k), (long long)ghost_owner[k],
                                        (long long)(n_local - 1),
                                        caller_exchange ? " nor -1 (exchanged)" : "");
-    FNQ_CHECK(check_species(ctx->model, n_all, species));
+    FNQ_CHECK(fnq__ctx_check_species(ctx->model, n_all, species));
     /* Ghosts given an owner are folded onto it as the graph is built (graph.h); their force
      * rows come back as zeros. Without a caller's exchange that is every ghost: no ghost rows,
      * no exchange. */
@@ -488,7 +469,7 @@ enum fnq_status fnq_ctx_compute_graph_device(struct fnq_ctx *ctx, int64_t n_atom
         double *pos = NULL;
         int32_t *sp = NULL;
         FNQ_CHECK(mirror_inputs(ctx, n_atoms, positions, species, &pos, &sp));
-        FNQ_CHECK(check_species(ctx->model, n_atoms, sp));
+        FNQ_CHECK(fnq__ctx_check_species(ctx->model, n_atoms, sp));
         FNQ_CHECK(fnq__check_positions(n_atoms, pos));
     }
     const struct fnq_exchange x = exchange_of(ctx, n_atoms, n_atoms);

@@ -94,6 +94,16 @@ enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
     return status;
 }
 
+enum fnq_status fnq__fail_in_structure(enum fnq_status status, int64_t s, int64_t atom_offset)
+{
+    char inner[sizeof(last_error)];
+    memcpy(inner, last_error, sizeof(inner));
+    snprintf(last_error, sizeof(last_error), "structure %lld: %.2000s", (long long)s, inner);
+    for (int32_t k = 0; k < n_last_atoms; k++)
+        last_atoms[k] += atom_offset;
+    return status;
+}
+
 enum fnq_status fnq_error_set(enum fnq_status status, const char *message)
 {
     return fnq__fail(status, "%s", message ? message : "");

@@ -14,6 +14,10 @@ enum fnq_status fnq__fail(enum fnq_status status, const char *fmt, ...)
  * message names them too. */
 enum fnq_status fnq__fail_atoms(enum fnq_status status, int64_t a, int64_t b, const char *fmt,
                                 ...) __attribute__((format(printf, 4, 5)));
+/* The last failure, about structure `s` of a batch whose atoms start at `atom_offset`: its
+ * message gets "structure s: " in front (atom numbers in it stay the structure's own) and the
+ * atoms it names become batch indices. Returns `status`. */
+enum fnq_status fnq__fail_in_structure(enum fnq_status status, int64_t s, int64_t atom_offset);
 void fnq__clear_error(void);
 void fnq__log(enum fnq_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

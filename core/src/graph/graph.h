@@ -47,6 +47,16 @@ enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const d
                                      const int32_t *species, const double *cell,
                                      const int32_t *pbc, const struct fnq_limits *lim);
 
+/* A batch of independent structures as one graph (graph_batch.c): structure s is atoms
+ * atom_offsets[s]..atom_offsets[s+1]-1, with cell cells[9s..] and pbc[3s..] (either may be NULL
+ * as for fnq__graph_from_cell); `one` holds each structure's list on its way. A failure names
+ * the structure (and its atoms as batch indices). */
+enum fnq_status fnq__graph_from_batch(struct fnq_graph_buf *b, struct fnq_graph_buf *one,
+                                      int64_t n_structures, const int64_t *atom_offsets,
+                                      const double *pos, const int32_t *species,
+                                      const double *cells, const int32_t *pbc,
+                                      const struct fnq_limits *lim);
+
 /* Take a caller's edge list: keep pairs inside the cutoff, sort by receiver. With ghost_owner
  * (ghost n_local+k is an image of owned atom ghost_owner[k], or -1) every pair from a ghost
  * with an owner becomes a pair from that owner with the ghost's vector, and the ghost's force
