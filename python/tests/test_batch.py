@@ -182,3 +182,32 @@ def test_bad_structure_is_named(family_models, device):
     assert sorted(err.value.atoms) == [start, start + 3]  # batch indices
     assert ctx.compute_batch([]) == []
     assert len(ctx.compute_batch(structures)) == len(images)  # the context still works
+
+
+def test_bad_arguments_are_refused(family_models):
+    """the C entry point's own checks, called directly: offsets that do not start at 0 or go
+    back, a species index the model lacks (named with its structure), an empty batch"""
+    from fusednequip._lib import Status, lib, last_error
+    family, model = family_models[0]
+    ctx = Context(model, device="cpu", dtype="float64")
+    pos = np.zeros(3 * 4)
+    pos[3:6] = [1.5, 0, 0]
+    pos[9:12] = [0, 1.5, 0]
+    species = np.zeros(4, np.int32)
+    cells = np.zeros(18)
+    pbc = np.zeros(6, np.int32)
+    energies = np.full(2, 7.0)
+
+    def call(offsets, sp=species):
+        return lib.fnq_ctx_compute_batch(ctx._handle, 2, np.asarray(offsets, np.int64), pos, sp,
+                                         cells, pbc, energies, None, None, None)
+    assert call([1, 2, 4]) == Status.INVALID_ARG and "atom_offsets[0] is 1" in last_error()
+    assert call([0, 3, 2]) == Status.INVALID_ARG and "structure 1 ends" in last_error()
+    bad = species.copy()
+    bad[3] = 99
+    assert call([0, 2, 4], bad) == Status.INVALID_ARG
+    assert last_error().startswith("structure 1: atom 1 has species index 99"), last_error()
+    assert np.all(energies == 7.0)  # nothing written on a refusal
+    assert call([0, 2, 4]) == Status.OK and np.all(energies != 7.0)
+    assert lib.fnq_ctx_compute_batch(ctx._handle, 0, np.zeros(1, np.int64), pos, species,
+                                     None, None, None, None, None, None) == Status.OK
