@@ -1,0 +1,63 @@
+#!/bin/bash
+# SevenNet and batched evaluation on one GPU in one call (issues 76, 77), each phase only while
+# time is left: a CUDA build made on the CPU machine (scripts/gpu/carry-build.sh, then
+# `tar cJf build-cmp/build-gpu.tar.xz -C build-carry .`), LAMMPS from .deps/lammps-src.tar.xz, the
+# sevenn/batch GPU CTests beside compute-sanitizer memcheck, then 7net-0 against sevenn 0.13
+# (bench/bench_sevenn.py: OpenEquivariance, cuEquivariance, e3nn), bench_batch.py, LAMMPS
+# ms/step, the oxide, the MD protocol. Carry (about 61 MiB with the tree):
+#   build-cmp/build-gpu.tar.xz  the build above
+#   build-cmp/sevenn-lite       the sevenn 0.13.0 package, checkpoints without optimizer state
+#   build-cmp/peer              ase, braceexpand, matscipy, nanobind, platformdirs wheels, the
+#                               OpenEquivariance 0.7.0 sdist, cuEquivariance 0.9.1 unpacked in
+#                               cueq-0.9.1.tar.xz (Triton caches of other GPUs than sm_90 left out)
+#   build-cmp/dev, .deps        this script's copy, libcjson and LAMMPS' source
+# Writes $OUT/ctest.log, sanitize.txt, bench.jsonl, batch.jsonl, lammps.jsonl, md.jsonl.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
+left() { [ $(el) -lt $1 ] || { echo "SKIPPED (time): $2"; return 1; }; }
+export NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
+mkdir -p build-gpu && tar xJf build-cmp/build-gpu.tar.xz -C build-gpu
+tar xJf .deps/lammps-src.tar.xz
+. scripts/gpu/device-deps.sh
+lmp_build=/tmp/fnq-lammps
+( cmake -S .lammps-src/cmake -B "$lmp_build" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on \
+    -DPKG_PLUGIN=on -DPKG_MANYBODY=on -DPKG_MOLECULE=on -DBUILD_SHARED_LIBS=on \
+    -DLAMMPS_EXCEPTIONS=on -DWITH_JPEG=off -DWITH_PNG=off -DWITH_GZIP=off -DWITH_FFMPEG=off >/dev/null &&
+  cmake --build "$lmp_build" -j 12 >/dev/null || echo "LAMMPS BUILD FAILED" ) &
+lmp_pid=$!
+export FNQ_NEQUIP_WHEELS=build-cmp/peer
+. scripts/gpu/gpu-nequip-env.sh
+export PYTHONPATH=$PWD/build-cmp/sevenn-lite:$PYTHONPATH FNQ_SEVENN_DIR=$PWD/build-cmp/sevenn-lite/sevenn
+wait $lmp_pid
+echo "setup done at $(el) s"; tail -2 /tmp/oeq-build.log 2>/dev/null
+cli=build-gpu/cli/fusednequip
+ck=$FNQ_SEVENN_DIR/pretrained_potentials
+for m in "SevenNet_0__11Jul2024/checkpoint_sevennet_0.pth 7net0" "SevenNet_0__22May2024/checkpoint_sevennet_0.pth 7net0may" "SevenNet_MF_0/checkpoint_sevennet_mf_0.pth mf0"; do
+  set -- $m; python3 -m fusednequip.convert $ck/$1 /tmp/$2.fnqm > /dev/null || echo "convert $1 FAILED"
+done
+fx=tests/fixtures/sevenn
+san() {  # tool gemm dtype model xyz [args]
+  local tool=$1 g=$2 dt=$3 m=$4 x=$5; shift 5
+  FNQ_NODE_GEMM=$g timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $cli eval --dtype $dt --device cuda "$@" $m $x > /tmp/san-$tool-$g.out 2>&1
+  echo "$tool $(basename $m) $(basename $x) gemm=$g $dt $* rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san-$tool-$g.out | tr '\n' ' ')"
+  grep -m3 -E 'Invalid|Race|Error' /tmp/san-$tool-$g.out
+}
+( san memcheck 0 float32 /tmp/mf0.fnqm $fx/sevenn.triclinic.xyz --modal PBE
+  san memcheck 1 float64 /tmp/7net0may.fnqm $fx/sevenn.oxide.xyz ) > $OUT/sanitize.txt 2>&1 &
+san_pid=$!
+LD_PRELOAD= ctest --test-dir build-gpu -R 'sevenn|batch' -L gpu -j 4 --output-on-failure --timeout 240 > $OUT/ctest.log 2>&1
+echo "ctest rc=$? at $(el) s"; grep -E 'Test +#|tests passed|worst|FAIL|Error' $OUT/ctest.log | head -40
+wait $san_pid; cat $OUT/sanitize.txt; echo "sanitizers done at $(el) s"
+B() { timeout ${T:-120} python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
+left 300 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
+left 360 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
+left 420 "batch bench" && timeout 50 python3 bench/bench_batch.py --model /tmp/7net0.fnqm --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 2>&1 | grep -E '^\{|rror' | tee $OUT/batch.jsonl
+left 450 "e3nn" && T=40 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8,10
+left 490 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
+  --plugin build-gpu/pair_style/fusednequipplugin.so --model /tmp/7net0.fnqm --device cuda \
+  --dtype float32 --configs 1x1 --cells 4,10,20 --steps 20 2>&1 | grep -E '^\{|rror' | tee $OUT/lammps.jsonl
+left 520 "oxide" && T=40 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --structure oxide --sizes 4,8,10
+for dt in float32 float64; do left 545 "md protocol $dt" && timeout 25 python3 bench/bench_md_protocol.py --model /tmp/7net0.fnqm --device cuda --dtype $dt --steps 300 --warmup 30 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; done
+echo "all done at $(el) s"
