@@ -12,26 +12,14 @@ usage: python bench/bench_batch.py --model M.fnqm [--device cuda] [--structure s
 import argparse
 import json
 
-import numpy as np
-from ase.build import bulk
-
 from fusednequip import Context, Model
+from si_workload import oxide_crystal, rattled, si_crystal
 from timing import median_seconds
 
 
 def cell_of(structure, rep, seed):
-    if structure == "si":
-        atoms = bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
-    else:
-        atoms = bulk("MgO", "rocksalt", a=4.21, cubic=True).repeat((rep, rep, rep))
-        rng = np.random.default_rng(seed)
-        symbols = atoms.get_chemical_symbols()
-        cations = [i for i, s in enumerate(symbols) if s == "Mg"]
-        for i in rng.permutation(cations)[: len(cations) // 2]:
-            symbols[i] = "Ni"
-        atoms.set_chemical_symbols(symbols)
-    atoms.positions += np.random.default_rng(seed).normal(0.0, 0.03, atoms.positions.shape)
-    return atoms
+    atoms = si_crystal(rep) if structure == "si" else oxide_crystal(rep, seed)
+    return rattled(atoms, seed)
 
 
 def main():

@@ -23,23 +23,11 @@ import json
 import warnings
 
 import numpy as np
-from ase.build import bulk
 
 from fusednequip import Context, FusedNequIPCalculator, Model
 from bench_peers import device_graph, neighbour_list
-from si_workload import ase_step_fn, si_crystal
+from si_workload import ase_step_fn, oxide_crystal, si_crystal
 from timing import median_seconds
-
-
-def oxide_crystal(rep):
-    """rock-salt (Mg,Ni)O, rep^3 cubic cells of 8 atoms, half the cations Ni (seeded)"""
-    atoms = bulk("MgO", "rocksalt", a=4.21, cubic=True).repeat((rep, rep, rep))
-    cations = [i for i, s in enumerate(atoms.get_chemical_symbols()) if s == "Mg"]
-    symbols = atoms.get_chemical_symbols()
-    for i in np.random.default_rng(7).permutation(cations)[: len(cations) // 2]:
-        symbols[i] = "Ni"
-    atoms.set_chemical_symbols(symbols)
-    return atoms
 
 
 STRUCTURES = {"si": si_crystal, "oxide": oxide_crystal}

@@ -19,19 +19,14 @@ import time
 import numpy as np
 import torch
 import torch_sim as ts
-from ase.build import bulk
 
 from fusednequip import FusedNequIPCalculator
 from fusednequip.torchsim import FusedNequIPModel
+from si_workload import rattled, si_crystal
 
 
 def crystals(rep, count):
-    out = []
-    for seed in range(count):
-        a = bulk("Si", "diamond", a=5.43, cubic=True).repeat((rep, rep, rep))
-        a.positions += np.random.default_rng(seed).normal(0.0, 0.03, a.positions.shape)
-        out.append(a)
-    return out
+    return [rattled(si_crystal(rep), seed) for seed in range(count)]
 
 
 def md_rate(model, images, steps, device, dtype):

@@ -48,6 +48,17 @@ def crystals(seed=0):
     return out
 
 
+def with_our_calculator(images):
+    """(index, first atom in the state, atoms count, a copy of the image on our ASE calculator)"""
+    calc = FusedNequIPCalculator(MODEL, device="cpu", dtype="float64")
+    start = 0
+    for s, a in enumerate(images):
+        a = a.copy()
+        a.calc = calc
+        yield s, start, len(a), a
+        start += len(a)
+
+
 @pytest.fixture(scope="module")
 def model():
     return FusedNequIPModel(MODEL, device="cpu", precision="float64")
@@ -64,19 +75,13 @@ def test_state_equals_ase_calls(model):
     images = crystals()
     state = ts.initialize_state(images, device=CPU, dtype=torch.float64)
     out = model(state)
-    calc = FusedNequIPCalculator(MODEL, device="cpu", dtype="float64")
-    start = 0
-    for s, a in enumerate(images):
-        a = a.copy()
-        a.calc = calc
-        n = len(a)
+    for s, start, n, a in with_our_calculator(images):
         e = a.get_potential_energy()
         assert abs(out["energy"][s].item() - e) <= 1e-12 * abs(e)
         f = a.get_forces()
         assert np.abs(out["forces"][start:start + n].numpy() - f).max() <= 1e-12 * np.abs(f).max()
         sig = a.get_stress(voigt=False)
         assert np.abs(out["stress"][s].numpy() - sig).max() <= 1e-12 * np.abs(sig).max()
-        start += n
 
 
 def test_batched_fire_matches_ase_fire(model):
@@ -86,20 +91,14 @@ def test_batched_fire_matches_ase_fire(model):
                                                                         include_cell_forces=False),
                         max_steps=500, md_flavor="ase_fire")
     got = model(final)
-    calc = FusedNequIPCalculator(MODEL, device="cpu", dtype="float64")
-    start = 0
-    for s, a in enumerate(images):
-        a = a.copy()
-        a.calc = calc
+    for s, start, n, a in with_our_calculator(images):
         FIRE(a, logfile=None).run(fmax=0.05, steps=500)
-        n = len(a)
         f = got["forces"][start:start + n].numpy()
         assert np.linalg.norm(f, axis=1).max() < 0.05, f"structure {s}: TorchSim not relaxed"
         assert np.linalg.norm(a.get_forces(), axis=1).max() < 0.05, f"structure {s}: ASE"
         de = abs(got["energy"][s].item() - a.get_potential_energy()) / n
         assert de < 1e-3, f"structure {s}: TorchSim's FIRE {got['energy'][s].item()} vs ASE's " \
                           f"{a.get_potential_energy()} eV ({de:.2e} eV/atom)"
-        start += n
 
 
 def test_batched_nve_conserves_energy(model):
