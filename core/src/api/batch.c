@@ -28,11 +28,11 @@ static enum fnq_status check_offsets(int64_t n_structures, const int64_t *atom_o
     return FNQ_STATUS_OK;
 }
 
-/* per-atom results land here first, so that a failure leaves the caller's arrays as they were:
- * energies [n], forces [n*3], atom virials [n*6] */
-static double *scratch(struct fnq_ctx *ctx, int64_t n)
+/* results land here first, so that a failure leaves the caller's arrays as they were: per-atom
+ * energies [n], forces [n*3], atom virials [n*6], then the structures' energies [m] */
+static double *scratch(struct fnq_ctx *ctx, int64_t n, int64_t m)
 {
-    const size_t need = (size_t)(n > 0 ? n : 1) * 10;
+    const size_t need = (size_t)n * 10 + (size_t)m;
     if (need > ctx->batch_out_cap) {
         double *p = realloc(ctx->batch_out, sizeof(double) * need);
         if (!p)
@@ -80,12 +80,12 @@ enum fnq_status fnq_ctx_compute_batch(struct fnq_ctx *ctx, int64_t n_structures,
     }
     FNQ_CHECK(fnq__graph_from_batch(&ctx->graph, &ctx->batch_one, n_structures, atom_offsets,
                                     positions, species, cells, pbc, &ctx->limits));
-    double *e_atom = scratch(ctx, n);
+    double *e_atom = scratch(ctx, n, n_structures);
     if (!e_atom)
         return fnq__fail(FNQ_STATUS_OUT_OF_MEMORY,
                          "out of host memory for the results of a batch of %lld atoms",
                          (long long)n);
-    double *f_atom = e_atom + n, *v_atom = f_atom + 3 * n;
+    double *f_atom = e_atom + n, *v_atom = f_atom + 3 * n, *e_structure = v_atom + 6 * n;
     struct fnq_results r;
     memset(&r, 0, sizeof(r));
     r.atom_energies = e_atom;
@@ -96,21 +96,18 @@ enum fnq_status fnq_ctx_compute_batch(struct fnq_ctx *ctx, int64_t n_structures,
     FNQ_CHECK(ctx->backend->compute(ctx->state, &ctx->graph.g, &x, &r));
     ctx->last_edges = ctx->graph.g.n_edges;
     for (int64_t s = 0; s < n_structures; s++) {
-        double e;
-        structure_sum(e_atom, 1, atom_offsets[s], atom_offsets[s + 1], &e);
-        if (!isfinite(e))
+        structure_sum(e_atom, 1, atom_offsets[s], atom_offsets[s + 1], e_structure + s);
+        if (!isfinite(e_structure[s]))
             return fnq__fail(FNQ_STATUS_INTERNAL,
                              "structure %lld: the energy came out as %g: the model produced a "
                              "non-finite value",
-                             (long long)s, e);
+                             (long long)s, e_structure[s]);
     }
-    for (int64_t s = 0; s < n_structures; s++) {
-        const int64_t a0 = atom_offsets[s], a1 = atom_offsets[s + 1];
-        if (energies)
-            structure_sum(e_atom, 1, a0, a1, energies + s);
-        if (virials)
-            structure_sum(v_atom, 6, a0, a1, virials + 6 * s);
-    }
+    if (energies)
+        memcpy(energies, e_structure, sizeof(double) * (size_t)n_structures);
+    if (virials)
+        for (int64_t s = 0; s < n_structures; s++)
+            structure_sum(v_atom, 6, atom_offsets[s], atom_offsets[s + 1], virials + 6 * s);
     if (atom_energies)
         memcpy(atom_energies, e_atom, sizeof(double) * (size_t)n);
     if (forces)
