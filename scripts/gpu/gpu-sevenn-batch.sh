@@ -4,13 +4,16 @@
 # `tar cJf build-cmp/build-gpu.tar.xz -C build-carry .`), LAMMPS from .deps/lammps-src.tar.xz, the
 # sevenn/batch GPU CTests beside compute-sanitizer memcheck, then 7net-0 against sevenn 0.13
 # (bench/bench_sevenn.py: OpenEquivariance, cuEquivariance, e3nn), bench_batch.py, LAMMPS
-# ms/step, the oxide, the MD protocol. Carry (about 61 MiB with the tree):
+# ms/step, the oxide, the MD protocol; with .models/nequix/nequix-mp-1.nqx carried, bench_batch
+# and the MD protocol for it too. cuEquivariance runs only where its tar.xz is carried (it and
+# nequix-mp-1 do not fit in one call together). Carry (about 62 MiB with the tree):
 #   build-cmp/build-gpu.tar.xz  the build above
 #   build-cmp/sevenn-lite       the sevenn 0.13.0 package, checkpoints without optimizer state
-#   build-cmp/peer              ase, braceexpand, matscipy, nanobind, platformdirs wheels, the
+#   build-cmp/peer              ase, braceexpand, e3nn 0.6, matscipy, nanobind, opt_einsum(_fx),
+#                               platformdirs, torch_geometric, tqdm wheels (py3.12), the
 #                               OpenEquivariance 0.7.0 sdist, cuEquivariance 0.9.1 unpacked in
 #                               cueq-0.9.1.tar.xz (Triton caches of other GPUs than sm_90 left out)
-#   build-cmp/dev, .deps        this script's copy, libcjson and LAMMPS' source
+#   .deps                       libcjson and LAMMPS' source (lammps-src.tar.xz)
 # Writes $OUT/ctest.log, sanitize.txt, bench.jsonl, batch.jsonl, lammps.jsonl, md.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -30,6 +33,7 @@ lmp_pid=$!
 export FNQ_NEQUIP_WHEELS=build-cmp/peer
 . scripts/gpu/gpu-nequip-env.sh
 export PYTHONPATH=$PWD/build-cmp/sevenn-lite:$PYTHONPATH FNQ_SEVENN_DIR=$PWD/build-cmp/sevenn-lite/sevenn
+export FUSEDNEQUIP_MODEL_DIR=$PWD/.models
 wait $lmp_pid
 echo "setup done at $(el) s"; tail -2 /tmp/oeq-build.log 2>/dev/null
 cli=build-gpu/cli/fusednequip
@@ -51,13 +55,20 @@ LD_PRELOAD= ctest --test-dir build-gpu -R 'sevenn|batch' -L gpu -j 4 --output-on
 echo "ctest rc=$? at $(el) s"; grep -E 'Test +#|tests passed|worst|FAIL|Error' $OUT/ctest.log | head -40
 wait $san_pid; cat $OUT/sanitize.txt; echo "sanitizers done at $(el) s"
 B() { timeout ${T:-120} python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
+nqx=.models/nequix/nequix-mp-1.nqx
+cueq=$(ls build-cmp/peer/cueq-*.tar.xz 2>/dev/null)
 left 300 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
-left 360 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
-left 420 "batch bench" && timeout 50 python3 bench/bench_batch.py --model /tmp/7net0.fnqm --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 2>&1 | grep -E '^\{|rror' | tee $OUT/batch.jsonl
-left 450 "e3nn" && T=40 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8,10
-left 490 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
+[ -n "$cueq" ] && left 360 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
+bb() { timeout 50 python3 bench/bench_batch.py --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/batch.jsonl; }
+left 400 "batch bench" && bb --model /tmp/7net0.fnqm
+[ -f $nqx ] && left 420 "batch bench nequix" && bb --model $nqx
+left 460 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
   --plugin build-gpu/pair_style/fusednequipplugin.so --model /tmp/7net0.fnqm --device cuda \
   --dtype float32 --configs 1x1 --cells 4,10,20 --steps 20 2>&1 | grep -E '^\{|rror' | tee $OUT/lammps.jsonl
-left 520 "oxide" && T=40 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --structure oxide --sizes 4,8,10
-for dt in float32 float64; do left 545 "md protocol $dt" && timeout 25 python3 bench/bench_md_protocol.py --model /tmp/7net0.fnqm --device cuda --dtype $dt --steps 300 --warmup 30 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; done
+md() { timeout 25 python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
+for dt in float32 float64; do
+  left 500 "md protocol $dt" && md --model /tmp/7net0.fnqm --dtype $dt
+  [ -f $nqx ] && left 520 "md protocol nequix $dt" && md --model $nqx --dtype $dt
+done
+left 540 "e3nn" && T=20 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
 echo "all done at $(el) s"
