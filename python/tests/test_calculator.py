@@ -102,6 +102,36 @@ def test_positions_only_changes_reuse_the_context(mp1):
     assert atoms.get_potential_energy() == e0  # bitwise, same buffers
 
 
+def test_state_check_recomputes_on_what_the_model_reads(mp1):
+    """check_state (ours, not ASE's np.allclose) sees every change of positions, numbers, cell
+    and pbc, even one ulp, and nothing else (momenta, magnetic moments: no new evaluation)"""
+    atoms = bulk("Si", "diamond", a=5.43, cubic=True)
+    calc = FusedNequIPCalculator(mp1, device="cpu")
+    atoms.calc = calc
+    calls = []
+    compute = calc.context.compute
+    calc.context.compute = lambda *a: calls.append(1) or compute(*a)
+    atoms.get_forces()
+    atoms.set_momenta(np.ones((len(atoms), 3)))
+    atoms.set_initial_magnetic_moments(np.ones(len(atoms)))
+    atoms.get_forces()
+    atoms.get_potential_energy()
+    assert len(calls) == 1
+    atoms.positions[3, 1] = np.nextafter(atoms.positions[3, 1], 1.0)
+    atoms.get_forces()
+    assert len(calls) == 2
+    atoms.set_cell(atoms.cell.array * 1.001, scale_atoms=False)
+    atoms.get_forces()
+    atoms.set_atomic_numbers([14] * (len(atoms) - 1) + [8])
+    atoms.get_forces()
+    atoms.pbc = [True, True, False]
+    atoms.get_potential_energy()
+    assert len(calls) == 5
+    assert calc.check_state(atoms) == []
+    assert sorted(calc.check_state(atoms[:-1])) == sorted(
+        ["positions", "numbers", "cell", "pbc", "initial_charges", "initial_magmoms"])
+
+
 def test_caller_neighbour_list_equals_library_list(mp1):
     """Context.compute_graph with ASE's neighbour list (a list we did not build) gives the
     results of the library's own cell list, on a triclinic cell smaller than twice the cutoff."""
