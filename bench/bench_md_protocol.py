@@ -8,8 +8,10 @@ replaced by its last answer: integrator, frames, the calculator's checks and con
 library's call alone; and the projection to 17 x 80,000 steps from the mean step.
 
 usage: python bench/bench_md_protocol.py --model M [--device cuda] [--dtype float32|float64]
-           [--steps 200] [--warmup 20] [--systems oxide,metal,liquid,ionic]
-One JSON line per system, then the projection.
+           [--steps 200] [--warmup 20] [--systems oxide,metal,liquid,ionic] [--peer nequix-jax]
+One JSON line per system, then the projection. `--peer nequix-jax` (a Nequix .nqx model): the
+same MD through nequix's own ASE calculator, JAX backend (the leaderboard's Nequix path), in the
+same run: its ms per step, the ratio, and its projection.
 """
 import argparse
 import json
@@ -122,6 +124,17 @@ def library_ms(calc, atoms, repeats=50):
     return 1e3 * statistics.median(times)
 
 
+def peer_calculator(args):
+    if args.peer == "nequix-jax":
+        if args.dtype == "float64":
+            import jax
+            jax.config.update("jax_enable_x64", True)
+        from nequix.calculator import NequixCalculator
+        name = os.path.splitext(os.path.basename(args.model))[0]
+        return NequixCalculator(name, args.model, backend="jax", use_kernel=False)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -131,12 +144,14 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--systems", default="oxide,metal,liquid,ionic")
+    ap.add_argument("--peer", choices=["nequix-jax"], default=None)
     args = ap.parse_args()
     calc = FusedNequIPCalculator(args.model, device=args.device, dtype=args.dtype,
                                  modal=args.modal)
     wanted = args.systems.split(",")
     tmp = tempfile.mkdtemp()
-    steps = []
+    peer = peer_calculator(args)
+    steps, peer_steps = [], []
     for name, atoms, temperature in systems():
         if name not in wanted:
             continue
@@ -147,16 +162,25 @@ def main():
         own_ms = loop_own_ms(last, calc, temperature, args.steps, args.warmup, traj)
         lib_ms = library_ms(calc, last)
         steps.append(ms)
-        print(json.dumps({"bench": "md_protocol", "system": name, "atoms": len(atoms),
-                          "temperature_K": temperature, "model": args.model,
-                          "device": args.device, "dtype": args.dtype, "ms_per_step": ms,
-                          "integrator_ms": null_ms, "loop_own_ms": own_ms,
-                          "calculator_host_ms": own_ms - null_ms, "library_ms": lib_ms,
-                          "steps": args.steps}), flush=True)
-    mean = statistics.mean(steps)
-    print(json.dumps({"bench": "md_protocol_projection", "mean_ms_per_step": mean,
-                      "projected_s": mean * 1e-3 * STEPS_PER_SYSTEM * SYSTEMS_IN_TASK,
-                      "leaderboard_full_marks_s": 9000}), flush=True)
+        row = {"bench": "md_protocol", "system": name, "atoms": len(atoms),
+               "temperature_K": temperature, "model": args.model, "device": args.device,
+               "dtype": args.dtype, "ms_per_step": ms, "integrator_ms": null_ms,
+               "loop_own_ms": own_ms, "calculator_host_ms": own_ms - null_ms,
+               "library_ms": lib_ms, "steps": args.steps}
+        if peer is not None:
+            row[f"{args.peer}_ms"], _ = md_ms_per_step(atoms, peer, temperature, args.steps,
+                                                       args.warmup, traj)
+            row["ratio"] = row[f"{args.peer}_ms"] / ms
+            peer_steps.append(row[f"{args.peer}_ms"])
+        print(json.dumps(row), flush=True)
+    projection = {"bench": "md_protocol_projection", "dtype": args.dtype,
+                  "mean_ms_per_step": statistics.mean(steps),
+                  "projected_s": statistics.mean(steps) * 1e-3 * STEPS_PER_SYSTEM *
+                  SYSTEMS_IN_TASK, "leaderboard_full_marks_s": 9000}
+    if peer_steps:
+        projection[f"{args.peer}_projected_s"] = (statistics.mean(peer_steps) * 1e-3 *
+                                                  STEPS_PER_SYSTEM * SYSTEMS_IN_TASK)
+    print(json.dumps(projection), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@
 # sevenn/batch GPU CTests beside compute-sanitizer memcheck, then 7net-0 against sevenn 0.13
 # (bench/bench_sevenn.py: OpenEquivariance, cuEquivariance, e3nn), bench_batch.py, LAMMPS
 # ms/step, the oxide, the MD protocol; with .models/nequix/nequix-mp-1.nqx carried, bench_batch
-# and the MD protocol for it too. cuEquivariance runs only where its tar.xz is carried (it and
+# and the MD protocol for it too (beside nequix's JAX calculator when its wheels are carried). cuEquivariance runs only where its tar.xz is carried (it and
 # nequix-mp-1 do not fit in one call together). Carry (about 62 MiB with the tree):
 #   build-cmp/build-gpu.tar.xz  the build above
 #   build-cmp/sevenn-lite       the sevenn 0.13.0 package, checkpoints without optimizer state
 #   build-cmp/peer              ase, braceexpand, e3nn 0.6, matscipy, nanobind, opt_einsum(_fx),
-#                               platformdirs, torch_geometric, tqdm wheels (py3.12), the
+#                               platformdirs, torch_geometric, tqdm, nequix 0.4.5, e3nn_jax,
+#                               jraph wheels (py3.12), the
 #                               OpenEquivariance 0.7.0 sdist, cuEquivariance 0.9.1 unpacked in
 #                               cueq-0.9.1.tar.xz (Triton caches of other GPUs than sm_90 left out)
 #   .deps                       libcjson and LAMMPS' source (lammps-src.tar.xz)
@@ -51,24 +52,25 @@ san() {  # tool gemm dtype model xyz [args]
 ( san memcheck 0 float32 /tmp/mf0.fnqm $fx/sevenn.triclinic.xyz --modal PBE
   san memcheck 1 float64 /tmp/7net0may.fnqm $fx/sevenn.oxide.xyz ) > $OUT/sanitize.txt 2>&1 &
 san_pid=$!
-LD_PRELOAD= ctest --test-dir build-gpu -R 'sevenn|batch' -L gpu -j 4 --output-on-failure --timeout 240 > $OUT/ctest.log 2>&1
+LD_PRELOAD= ctest --test-dir build-gpu -R 'sevenn|batch' -L gpu -j 6 --output-on-failure --timeout 200 > $OUT/ctest.log 2>&1
 echo "ctest rc=$? at $(el) s"; grep -E 'Test +#|tests passed|worst|FAIL|Error' $OUT/ctest.log | head -40
 wait $san_pid; cat $OUT/sanitize.txt; echo "sanitizers done at $(el) s"
 B() { timeout ${T:-120} python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
 nqx=.models/nequix/nequix-mp-1.nqx
 cueq=$(ls build-cmp/peer/cueq-*.tar.xz 2>/dev/null)
-left 300 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
-[ -n "$cueq" ] && left 360 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
+left 380 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
+[ -n "$cueq" ] && left 400 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
 bb() { timeout 50 python3 bench/bench_batch.py --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/batch.jsonl; }
-left 400 "batch bench" && bb --model /tmp/7net0.fnqm
-[ -f $nqx ] && left 420 "batch bench nequix" && bb --model $nqx
-left 460 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
+left 420 "batch bench" && bb --model /tmp/7net0.fnqm
+[ -f $nqx ] && left 440 "batch bench nequix" && bb --model $nqx
+left 470 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
   --plugin build-gpu/pair_style/fusednequipplugin.so --model /tmp/7net0.fnqm --device cuda \
   --dtype float32 --configs 1x1 --cells 4,10,20 --steps 20 2>&1 | grep -E '^\{|rror' | tee $OUT/lammps.jsonl
-md() { timeout 25 python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
-for dt in float32 float64; do
-  left 500 "md protocol $dt" && md --model /tmp/7net0.fnqm --dtype $dt
-  [ -f $nqx ] && left 520 "md protocol nequix $dt" && md --model $nqx --dtype $dt
-done
-left 540 "e3nn" && T=20 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
+md() { timeout ${T:-25} python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
+peer=; python3 -c "import nequix.calculator" 2> /dev/null && peer="--peer nequix-jax"
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX beside our library on one GPU
+left 500 "md protocol float32" && md --model /tmp/7net0.fnqm --dtype float32
+[ -f $nqx ] && left 510 "md protocol nequix float32" && T=40 md --model $nqx --dtype float32 --systems oxide,ionic $peer
+left 530 "md protocol float64" && md --model /tmp/7net0.fnqm --dtype float64 --systems oxide,ionic
+left 545 "e3nn" && T=20 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
 echo "all done at $(el) s"
