@@ -55,22 +55,27 @@ san_pid=$!
 LD_PRELOAD= ctest --test-dir build-gpu -R 'sevenn|batch' -L gpu -j 6 --output-on-failure --timeout 200 > $OUT/ctest.log 2>&1
 echo "ctest rc=$? at $(el) s"; grep -E 'Test +#|tests passed|worst|FAIL|Error' $OUT/ctest.log | head -40
 wait $san_pid; cat $OUT/sanitize.txt; echo "sanitizers done at $(el) s"
-B() { timeout ${T:-120} python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
+B() { timeout $T python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
 nqx=.models/nequix/nequix-mp-1.nqx
 cueq=$(ls build-cmp/peer/cueq-*.tar.xz 2>/dev/null)
-left 380 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
-[ -n "$cueq" ] && left 400 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
-bb() { timeout 50 python3 bench/bench_batch.py --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/batch.jsonl; }
-left 420 "batch bench" && bb --model /tmp/7net0.fnqm
-[ -f $nqx ] && left 440 "batch bench nequix" && bb --model $nqx
-left 470 "lammps" && timeout 45 python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp \
-  --plugin build-gpu/pair_style/fusednequipplugin.so --model /tmp/7net0.fnqm --device cuda \
-  --dtype float32 --configs 1x1 --cells 4,10,20 --steps 20 2>&1 | grep -E '^\{|rror' | tee $OUT/lammps.jsonl
-md() { timeout ${T:-25} python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
+# each phase starts only when its time limit T still fits before the call's end (END s)
+END=${END:-555}
+go() { T=$1; left $(( END - T )) "$2"; }
+bb() { timeout $T python3 bench/bench_batch.py --device cuda --sizes 1,2,3 --total-atoms 32768 --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/batch.jsonl; }
+lmp() { timeout $T python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp --steps 20 \
+  --plugin build-gpu/pair_style/fusednequipplugin.so --device cuda --configs 1x1 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/lammps.jsonl; }
+md() { timeout $T python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
 peer=; python3 -c "import nequix.calculator" 2> /dev/null && peer="--peer nequix-jax"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX beside our library on one GPU
-left 500 "md protocol float32" && md --model /tmp/7net0.fnqm --dtype float32
-[ -f $nqx ] && left 510 "md protocol nequix float32" && T=40 md --model $nqx --dtype float32 --systems oxide,ionic $peer
-left 530 "md protocol float64" && md --model /tmp/7net0.fnqm --dtype float64 --systems oxide,ionic
-left 545 "e3nn" && T=20 B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
+go 100 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
+[ -n "$cueq" ] && go 100 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
+go 45 "batch bench" && bb --model /tmp/7net0.fnqm
+[ -f $nqx ] && go 45 "batch bench nequix" && bb --model $nqx
+go 40 "lammps" && lmp --model /tmp/7net0.fnqm --dtype float32 --cells 3,4,5,10,20
+go 25 "md protocol float32" && md --model /tmp/7net0.fnqm --dtype float32
+[ -f $nqx ] && go 40 "md protocol nequix float32" && md --model $nqx --dtype float32 --systems oxide,ionic $peer
+[ -f $nqx ] && go 20 "lammps nequix" && lmp --model $nqx --dtype float32 --cells 3,4,5
+go 15 "md protocol float64" && md --model /tmp/7net0.fnqm --dtype float64 --systems oxide,ionic
+go 15 "lammps float64" && lmp --model /tmp/7net0.fnqm --dtype float64 --cells 3,4
+go 20 "e3nn" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
 echo "all done at $(el) s"
