@@ -184,6 +184,49 @@ def test_bad_structure_is_named(family_models, device):
     assert len(ctx.compute_batch(structures)) == len(images)  # the context still works
 
 
+def test_first_bad_structure_is_named_whatever_the_threads(family_models):
+    """many structures are listed side by side (a run of them per thread): with bad ones in
+    different runs, the first in batch order is the one named"""
+    family, model = family_models[0]
+    ctx = Context(model, device="cpu", dtype="float64")
+    images = [a for a in mixed_batch(list(model.species)) if len(a)] * 8
+    structures = as_structures(model, images)
+    for k in (33, 7):
+        pos = np.array(structures[k][0], dtype=float)
+        pos[0] = np.inf
+        structures[k] = (pos,) + tuple(structures[k][1:])
+    with pytest.raises(StructureError, match=r"structure 7: atom 0 has a non-finite"):
+        ctx.compute_batch(structures)
+
+
+THREADS_SCRIPT = """
+import hashlib, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_batch as T
+model = T.Model(T.NEQUIP)
+images = [a for a in T.mixed_batch(list(model.species), seed=4) if len(a)] * 5
+out = T.Context(model, device="cpu", dtype="float64").compute_batch(T.as_structures(model, images))
+h = hashlib.sha256()
+for e, ea, f, v in out:
+    h.update(np.float64(e).tobytes() + ea.tobytes() + f.tobytes() + v.tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_batch_does_not_depend_on_the_thread_count():
+    import subprocess
+    import sys
+    digests = set()
+    for threads in ("1", "2", "3"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        p = subprocess.run([sys.executable, "-c", THREADS_SCRIPT, HERE], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        digests.add(p.stdout.strip())
+    assert len(digests) == 1, f"results differ between 1, 2 and 3 threads: {digests}"
+
+
 def test_bad_arguments_are_refused(family_models):
     """the C entry point's own checks, called directly: offsets that do not start at 0 or go
     back, a species index the model lacks (named with its structure), an empty batch"""

@@ -78,7 +78,7 @@ enum fnq_status fnq_ctx_compute_batch(struct fnq_ctx *ctx, int64_t n_structures,
         if (st != FNQ_STATUS_OK)
             return fnq__fail_in_structure(st, s, a0);
     }
-    FNQ_CHECK(fnq__graph_from_batch(&ctx->graph, &ctx->batch_one, n_structures, atom_offsets,
+    FNQ_CHECK(fnq__graph_from_batch(&ctx->graph, &ctx->batch_parts, n_structures, atom_offsets,
                                     positions, species, cells, pbc, &ctx->limits));
     double *e_atom = scratch(ctx, n, n_structures);
     if (!e_atom)

@@ -78,7 +78,7 @@ void fnq_ctx_free(struct fnq_ctx *ctx)
         return;
     ctx->backend->free(ctx->state);
     fnq__graph_buf_free(&ctx->graph);
-    fnq__graph_buf_free(&ctx->batch_one);
+    fnq__batch_parts_free(&ctx->batch_parts);
     free(ctx->batch_out);
     fnq__pair_cache_free(&ctx->last_call);
     free(ctx->mirror);

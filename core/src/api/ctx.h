@@ -22,9 +22,9 @@ struct fnq_ctx {
     struct fnq_device_comm device_comm;
     int has_comm, has_device_comm;
     struct fnq_graph_buf graph;
-    /* fnq_ctx_compute_batch: one structure's list before it joins the batch's (in graph), and
-     * the batch's per-atom results before they go to the caller */
-    struct fnq_graph_buf batch_one;
+    /* fnq_ctx_compute_batch: the structures' lists before they join the batch's (in graph),
+     * and the batch's per-atom results before they go to the caller */
+    struct fnq_batch_parts batch_parts;
     double *batch_out;
     size_t batch_out_cap;
     int64_t last_edges;

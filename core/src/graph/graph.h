@@ -47,11 +47,20 @@ enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const d
                                      const int32_t *species, const double *cell,
                                      const int32_t *pbc, const struct fnq_limits *lim);
 
+/* A batch's lists on their way, one pair of buffers per worker: `one` a structure's list,
+ * `part` the worker's run of structures. */
+struct fnq_batch_parts {
+    int n;
+    struct fnq_graph_buf *one, *part;
+};
+
+void fnq__batch_parts_free(struct fnq_batch_parts *p);
+
 /* A batch of independent structures as one graph (graph_batch.c): structure s is atoms
  * atom_offsets[s]..atom_offsets[s+1]-1, with cell cells[9s..] and pbc[3s..] (either may be NULL
- * as for fnq__graph_from_cell); `one` holds each structure's list on its way. A failure names
- * the structure (and its atoms as batch indices). */
-enum fnq_status fnq__graph_from_batch(struct fnq_graph_buf *b, struct fnq_graph_buf *one,
+ * as for fnq__graph_from_cell), listed side by side. A failure names the first bad structure
+ * (and its atoms as batch indices). */
+enum fnq_status fnq__graph_from_batch(struct fnq_graph_buf *b, struct fnq_batch_parts *parts,
                                       int64_t n_structures, const int64_t *atom_offsets,
                                       const double *pos, const int32_t *species,
                                       const double *cells, const int32_t *pbc,
