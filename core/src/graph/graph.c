@@ -54,6 +54,15 @@ enum fnq_status fnq__graph_reserve(struct fnq_graph_buf *b, int64_t n_atoms, int
     return FNQ_STATUS_OK;
 }
 
+enum fnq_status fnq__graph_reserve_growing(struct fnq_graph_buf *b, int64_t n_atoms,
+                                           int64_t n_edges)
+{
+    if (n_edges <= b->cap_edges)
+        return fnq__graph_reserve(b, n_atoms, n_edges);
+    const int64_t grown = 2 * b->cap_edges;
+    return fnq__graph_reserve(b, n_atoms, n_edges > grown ? n_edges : grown);
+}
+
 enum fnq_status fnq__check_positions(int64_t n, const double *pos)
 {
     for (int64_t i = 0; i < n; i++)

@@ -95,4 +95,8 @@ static inline int64_t fnq__sender_of(int64_t j, int64_t n_local, const int64_t *
 
 /* internal: reserve space, then finish (sender index, degree, distance checks) */
 enum fnq_status fnq__graph_reserve(struct fnq_graph_buf *b, int64_t n_atoms, int64_t n_edges);
+/* fnq__graph_reserve for lists that grow an atom or a structure at a time: the edge arrays at
+ * least double when they grow, and keep what they hold. */
+enum fnq_status fnq__graph_reserve_growing(struct fnq_graph_buf *b, int64_t n_atoms,
+                                           int64_t n_edges);
 enum fnq_status fnq__graph_finish(struct fnq_graph_buf *b, const struct fnq_limits *lim);

@@ -46,16 +46,6 @@ static enum fnq_status parts_reserve(struct fnq_batch_parts *p, int n)
     return FNQ_STATUS_OK;
 }
 
-/* room for n_edges edges in b, growing geometrically (structures are appended one at a time)
- * and keeping what is there */
-static enum fnq_status reserve_edges(struct fnq_graph_buf *b, int64_t n_atoms, int64_t n_edges)
-{
-    if (n_edges <= b->cap_edges)
-        return fnq__graph_reserve(b, n_atoms, n_edges);
-    const int64_t grown = 2 * b->cap_edges;
-    return fnq__graph_reserve(b, n_atoms, n_edges > grown ? n_edges : grown);
-}
-
 /* the list in `src` (atoms 0..src_atoms-1, edges 0..n_edges-1) into `dst` from atom atom0 and
  * edge e0 */
 static void append(struct fnq_graph_buf *dst, const struct fnq_graph_buf *src, int64_t src_atoms,
@@ -97,7 +87,7 @@ static int64_t list_run(struct fnq_graph_buf *one, struct fnq_graph_buf *part, i
     part->recv_start[0] = 0;
     for (int64_t s = s0; s < s1; s++) {
         if (structure_list(one, s, atom_offsets, pos, species, cells, pbc, lim) != FNQ_STATUS_OK ||
-            reserve_edges(part, n_atoms, *n_edges + one->g.n_edges) != FNQ_STATUS_OK)
+            fnq__graph_reserve_growing(part, n_atoms, *n_edges + one->g.n_edges) != FNQ_STATUS_OK)
             return s;
         append(part, one, one->g.n_local, one->g.n_edges, atom_offsets[s] - base, *n_edges);
         *n_edges += one->g.n_edges;

@@ -240,6 +240,96 @@ void fnq__cell_grid_free(struct fnq_cell_grid *gr)
     memset(gr, 0, sizeof(*gr));
 }
 
+/* How many candidates atom i's visit looks at: a bound on its neighbour count. */
+static int64_t visit_bound(const struct fnq_cell_view *gr, int64_t i)
+{
+    int64_t b[3], total = 0;
+    fnq__cell_of(gr, i, b);
+    for (int64_t o0 = -gr->reach[0]; o0 <= gr->reach[0]; o0++)
+        for (int64_t o1 = -gr->reach[1]; o1 <= gr->reach[1]; o1++)
+            for (int64_t o2 = -gr->reach[2]; o2 <= gr->reach[2]; o2++) {
+                const int64_t o[3] = {o0, o1, o2};
+                int64_t bin, img[3];
+                if (fnq__cell_offset(gr, b, o, &bin, img))
+                    total += gr->bin_start[bin + 1] - gr->bin_start[bin];
+            }
+    return total;
+}
+
+static enum fnq_status too_many_neighbours(int64_t i, int64_t count, const struct fnq_limits *lim)
+{
+    return fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
+                           "atom %lld has %lld neighbours within the %g A cutoff, more than the "
+                           "limit of %lld (positions in the wrong units, or a cell too small? "
+                           "raise it with fnq_ctx_set_max_neighbors)",
+                           (long long)i, (long long)count, lim->cutoff,
+                           (long long)lim->max_neighbors);
+}
+
+/* Below this many atoms the list is made by one thread in one pass (room for each atom's
+ * candidates, then its visit writes its edges): a batch's small structures, each listed by
+ * a thread of its own, spent 90 % of their time in the two passes of the parallel path. */
+#define SERIAL_LIST_ATOMS 512
+
+static enum fnq_status edges_one_pass(struct fnq_graph_buf *b, const struct fnq_cell_view *gr,
+                                      int64_t n, const double *pos, double rc2,
+                                      const struct fnq_limits *lim)
+{
+    int64_t total = 0;
+    b->recv_start[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t room = visit_bound(gr, i);
+        /* many candidates (a tiny cell, wrong units): count first, never reserve them all */
+        if (room > 4 * lim->max_neighbors) {
+            room = fnq__cell_visit(gr, pos, i, rc2, NULL, NULL, NULL);
+            if (room > lim->max_neighbors)
+                return too_many_neighbours(i, room, lim);
+        }
+        FNQ_CHECK(fnq__graph_reserve_growing(b, n, total + room));
+        const int64_t k = fnq__cell_visit(gr, pos, i, rc2, b->edge_send + total,
+                                          b->edge_vec + 3 * total, NULL);
+        if (k > lim->max_neighbors)
+            return too_many_neighbours(i, k, lim);
+        for (int64_t q = 0; q < k; q++)
+            b->edge_recv[total + q] = i;
+        total += k;
+        b->recv_start[i + 1] = total;
+    }
+    b->g.n_edges = total;
+    return FNQ_STATUS_OK;
+}
+
+/* Count pass, then fill pass, each over the atoms in parallel. */
+static enum fnq_status edges_two_passes(struct fnq_graph_buf *b, const struct fnq_cell_view *gr,
+                                        int64_t n, const double *pos, double rc2,
+                                        const struct fnq_limits *lim)
+{
+    int64_t *cnt = b->scratch;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < n; i++)
+        cnt[i] = fnq__cell_visit(gr, pos, i, rc2, NULL, NULL, NULL);
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (cnt[i] > lim->max_neighbors)
+            return too_many_neighbours(i, cnt[i], lim);
+        total += cnt[i];
+    }
+    FNQ_CHECK(fnq__graph_reserve(b, n, total));
+    cnt = b->scratch;
+    b->recv_start[0] = 0;
+    for (int64_t i = 0; i < n; i++)
+        b->recv_start[i + 1] = b->recv_start[i] + cnt[i];
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t e0 = b->recv_start[i];
+        int64_t k = fnq__cell_visit(gr, pos, i, rc2, b->edge_send + e0, b->edge_vec + 3 * e0, NULL);
+        for (int64_t q = 0; q < k; q++)
+            b->edge_recv[e0 + q] = i;
+    }
+    b->g.n_edges = total;
+    return FNQ_STATUS_OK;
+}
+
 enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const double *pos,
                                      const int32_t *species, const double *cell,
                                      const int32_t *pbc, const struct fnq_limits *lim)
@@ -247,45 +337,16 @@ enum fnq_status fnq__graph_from_cell(struct fnq_graph_buf *b, int64_t n, const d
     FNQ_CHECK(fnq__check_positions(n, pos));
     struct fnq_cell_grid gr;
     FNQ_CHECK(fnq__cell_grid_build(n, pos, cell, pbc, lim->cutoff, &gr));
-    enum fnq_status st = fnq__graph_reserve(b, n, 0);
     const double rc2 = lim->cutoff * lim->cutoff;
+    enum fnq_status st = fnq__graph_reserve(b, n, 0);
+    if (st == FNQ_STATUS_OK)
+        st = n <= SERIAL_LIST_ATOMS ? edges_one_pass(b, &gr.view, n, pos, rc2, lim)
+                                    : edges_two_passes(b, &gr.view, n, pos, rc2, lim);
     if (st == FNQ_STATUS_OK) {
-        int64_t *cnt = b->scratch;
-#pragma omp parallel for schedule(dynamic, 64)
-        for (int64_t i = 0; i < n; i++)
-            cnt[i] = fnq__cell_visit(&gr.view, pos, i, rc2, NULL, NULL, NULL);
-        for (int64_t i = 0; i < n && st == FNQ_STATUS_OK; i++)
-            if (cnt[i] > lim->max_neighbors)
-                st = fnq__fail_atoms(FNQ_STATUS_INVALID_ARG, i, -1,
-                                     "atom %lld has %lld neighbours within the %g A cutoff, more "
-                                     "than the limit of %lld (positions in the wrong units, or a "
-                                     "cell too small? raise it with fnq_ctx_set_max_neighbors)",
-                                     (long long)i, (long long)cnt[i], lim->cutoff,
-                                     (long long)lim->max_neighbors);
-        int64_t total = 0;
-        for (int64_t i = 0; i < n; i++)
-            total += cnt[i];
-        if (st == FNQ_STATUS_OK)
-            st = fnq__graph_reserve(b, n, total);
-        if (st == FNQ_STATUS_OK) {
-            cnt = b->scratch;
-            b->recv_start[0] = 0;
-            for (int64_t i = 0; i < n; i++)
-                b->recv_start[i + 1] = b->recv_start[i] + cnt[i];
-#pragma omp parallel for schedule(dynamic, 64)
-            for (int64_t i = 0; i < n; i++) {
-                int64_t e0 = b->recv_start[i];
-                int64_t k = fnq__cell_visit(&gr.view, pos, i, rc2, b->edge_send + e0,
-                                            b->edge_vec + 3 * e0, NULL);
-                for (int64_t q = 0; q < k; q++)
-                    b->edge_recv[e0 + q] = i;
-            }
-            b->g.n_local = n;
-            b->g.n_all = n;
-            b->g.n_edges = total;
-            b->g.species = species;
-            st = fnq__graph_finish(b, lim);
-        }
+        b->g.n_local = n;
+        b->g.n_all = n;
+        b->g.species = species;
+        st = fnq__graph_finish(b, lim);
     }
     fnq__cell_grid_free(&gr);
     return st;
