@@ -55,7 +55,8 @@ static void append(struct fnq_graph_buf *dst, const struct fnq_graph_buf *src, i
         dst->edge_recv[e0 + e] = src->edge_recv[e] + atom0;
         dst->edge_send[e0 + e] = src->edge_send[e] + atom0;
     }
-    memcpy(dst->edge_vec + 3 * e0, src->edge_vec, sizeof(double) * 3 * (size_t)n_edges);
+    if (n_edges > 0) /* a list of no edges may have no arrays yet */
+        memcpy(dst->edge_vec + 3 * e0, src->edge_vec, sizeof(double) * 3 * (size_t)n_edges);
     for (int64_t i = 0; i < src_atoms; i++)
         dst->recv_start[atom0 + i + 1] = src->recv_start[i + 1] + e0;
 }
