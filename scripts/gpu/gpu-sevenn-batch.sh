@@ -17,7 +17,10 @@
 #   .deps                       libcjson and LAMMPS' source (lammps-src.tar.xz)
 # CTESTS= the CTest regex (default 'sevenn|batch'). Run it as
 #   bash scripts/gpu/gpu-sevenn-batch.sh 2>&1 | tee $OUT/run.log   (a call cut by its limit keeps it)
-# Writes $OUT/ctest.log, sanitize.txt, bench.jsonl, batch.jsonl, lammps.jsonl, md.jsonl.
+# PHASES= a comma-separated choice of the phases below (oeq, l3i5-oeq, cueq, l3i5-cueq, batch,
+# batch-nequix, lammps, md, oxide, md-nequix, lammps-nequix, md-float64, lammps-float64, largest,
+# e3nn); CTESTS=none runs no CTest.
+# Writes $OUT/ctest.log, sanitize.txt, bench.jsonl, batch.jsonl, lammps.jsonl, md.jsonl, largest.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
@@ -47,6 +50,8 @@ ck=$FNQ_SEVENN_DIR/pretrained_potentials
 for m in "SevenNet_0__11Jul2024/checkpoint_sevennet_0.pth 7net0" "SevenNet_0__22May2024/checkpoint_sevennet_0.pth 7net0may" "SevenNet_MF_0/checkpoint_sevennet_mf_0.pth mf0"; do
   set -- $m; python3 -m fusednequip.convert $ck/$1 /tmp/$2.fnqm > /dev/null || echo "convert $1 FAILED"
 done
+l3ck=$ck/SevenNet_l3i5/checkpoint_l3i5.pth  # carried where the call has room for it
+[ -f $l3ck ] && { python3 -m fusednequip.convert $l3ck /tmp/l3i5.fnqm > /dev/null || echo "convert l3i5 FAILED"; }
 fx=tests/fixtures/sevenn
 san() {  # tool gemm dtype model xyz [args]
   local tool=$1 g=$2 dt=$3 m=$4 x=$5; shift 5
@@ -54,10 +59,10 @@ san() {  # tool gemm dtype model xyz [args]
   echo "$tool $(basename $m) $(basename $x) gemm=$g $dt $* rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san-$tool-$g.out | tr '\n' ' ')"
   grep -m3 -E 'Invalid|Race|Error' /tmp/san-$tool-$g.out
 }
-( san memcheck 0 float32 /tmp/mf0.fnqm $fx/sevenn.triclinic.xyz --modal PBE
+[ "${CTESTS:-}" = none ] || ( san memcheck 0 float32 /tmp/mf0.fnqm $fx/sevenn.triclinic.xyz --modal PBE
   san memcheck 1 float64 /tmp/7net0may.fnqm $fx/sevenn.oxide.xyz ) > $OUT/sanitize.txt 2>&1 &
 san_pid=$!
-LD_PRELOAD= ctest --test-dir build-gpu -R "${CTESTS:-sevenn|batch}" -L gpu -j 6 --output-on-failure --timeout 200 > $OUT/ctest.log 2>&1
+[ "${CTESTS:-}" = none ] || LD_PRELOAD= ctest --test-dir build-gpu -R "${CTESTS:-sevenn|batch}" -L gpu -j 6 --output-on-failure --timeout 200 > $OUT/ctest.log 2>&1
 echo "ctest rc=$? at $(el) s"; grep -E 'Test +#|tests passed|worst|FAIL|Error' $OUT/ctest.log | head -40
 wait $san_pid; cat $OUT/sanitize.txt; echo "sanitizers done at $(el) s"
 B() { timeout $T python3 bench/bench_sevenn.py --min-seconds 0.5 --max-repeats 5 "$@" 2>&1 | grep -E '^\{|Error|error|Traceback|did not' | tee -a $OUT/bench.jsonl; echo "  ($* done at $(el) s)"; }
@@ -72,15 +77,29 @@ lmp() { timeout $T python3 bench/bench_lammps.py --lmp /tmp/fnq-lammps/lmp --ste
 md() { timeout $T python3 bench/bench_md_protocol.py --device cuda --steps 300 --warmup 30 "$@" 2>&1 | grep -E '^\{|rror' | tee -a $OUT/md.jsonl; }
 peer=; python3 -c "import nequix.calculator" 2> /dev/null && peer="--peer nequix-jax"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX beside our library on one GPU
-go 100 "oeq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
-[ -n "$cueq" ] && go 100 "cueq" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
-go 45 "batch bench" && bb --model /tmp/7net0.fnqm
-[ -f $nqx ] && go 45 "batch bench nequix" && bb --model $nqx
-go 40 "lammps" && lmp --model /tmp/7net0.fnqm --dtype float32 --cells 3,4,5,10,20
-go 25 "md protocol float32" && md --model /tmp/7net0.fnqm --dtype float32
-[ -f $nqx ] && go 40 "md protocol nequix float32" && md --model $nqx --dtype float32 --systems oxide,ionic $peer
-[ -f $nqx ] && go 20 "lammps nequix" && lmp --model $nqx --dtype float32 --cells 3,4,5
-go 15 "md protocol float64" && md --model /tmp/7net0.fnqm --dtype float64 --systems oxide,ionic
-go 15 "lammps float64" && lmp --model /tmp/7net0.fnqm --dtype float64 --cells 3,4
-go 20 "e3nn" && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
+# PHASES= the phases to run, comma-separated (default: all, in this order)
+want() { [ "${PHASES:-all}" = all ] || [[ ",$PHASES," == *",$1,"* ]]; }
+ph() { want "$1" && go "$2" "$1"; }  # phase name, its time limit
+l3=/tmp/l3i5.fnqm; [ -f $l3 ] || l3=
+ph oeq 100 && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --sizes 4,8,10,16,20
+[ -n "$l3" ] && ph l3i5-oeq 100 && B --model 7net-l3i5 --fnqm $l3 --accelerator oeq --sizes 4,8,10,16,20
+[ -n "$cueq" ] && ph cueq 100 && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator cueq --sizes 4,8,10,16,20
+[ -n "$cueq" ] && [ -n "$l3" ] && ph l3i5-cueq 100 && B --model 7net-l3i5 --fnqm $l3 --accelerator cueq --sizes 4,8,10,16,20
+ph batch 45 && bb --model /tmp/7net0.fnqm
+[ -f $nqx ] && ph batch-nequix 45 && bb --model $nqx
+ph lammps 40 && lmp --model /tmp/7net0.fnqm --dtype float32 --cells 4,10,20
+ph md 25 && md --model /tmp/7net0.fnqm --dtype float32
+ph oxide 60 && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator oeq --structure oxide --sizes 4,8,10,16
+[ -f $nqx ] && ph md-nequix 40 && md --model $nqx --dtype float32 --systems oxide,ionic $peer
+[ -f $nqx ] && ph lammps-nequix 20 && lmp --model $nqx --dtype float32 --cells 3,4,5
+ph md-float64 15 && md --model /tmp/7net0.fnqm --dtype float64 --systems oxide,ionic
+ph lammps-float64 15 && lmp --model /tmp/7net0.fnqm --dtype float64 --cells 3,4
+# the largest 7net-0 crystal on this GPU: 3 LAMMPS steps at each size, the memory line kept
+ph largest 120 && printf "plugin load %s\ninclude %s\n" "$PWD/build-gpu/pair_style/fusednequipplugin.so" \
+  "$PWD/examples/si-diamond/in.si-nvt" > /tmp/in.largest && for n in ${LARGEST:-50 70 90}; do
+  FNQ_VERBOSE=1 timeout 60 /tmp/fnq-lammps/lmp -in /tmp/in.largest -log none -var steps 3 \
+    -var cells $n -var device cuda -var dtype float32 -var model /tmp/7net0.fnqm > /tmp/largest-$n.log 2>&1
+  echo "largest cells $n ($((8*n*n*n)) atoms) rc=$?"; grep -E "Loop time|ERROR|cuda memory|does not fit" /tmp/largest-$n.log | head -4
+done 2>&1 | tee -a $OUT/largest.txt
+ph e3nn 20 && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
 echo "all done at $(el) s"
