@@ -28,6 +28,7 @@ first. The report is written when all steps are done.
   bench/bench_drift.py [--steps 100000] [--chunk 25000] [--cells 8] [--device cuda]
                        [--ranks 1] [--comm auto]
                        [--dtype float32] [--temperature 300] [--thermo 1000]
+                       [--model nequix-mp-1] [--timestep-fs 1]
                        [--lmp /tmp/fnq-lammps/lmp] [--plugin build-gpu/pair_style/...so]
                        [--max-seconds 540] [--workdir DIR] [--results-dir DIR] [--fresh]
 Smoke test on a CPU (a minute or two on 2 cores):
@@ -48,8 +49,7 @@ from machine import cpu_name, gpu_count, gpu_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_KEYS = ("cells", "steps", "device", "dtype", "temperature", "thermo", "seed", "ranks",
-               "comm")
-DT = 0.001    # ps: 1 fs (metal units)
+               "comm", "model", "timestep_fs")
 
 
 
@@ -95,7 +95,7 @@ create_atoms 1 box
 mass 1 28.0855
 displace_atoms all random 0.08 0.08 0.08 {a.seed + 1} units box
 velocity all create {a.temperature} {a.seed} mom yes rot yes dist gaussian loop geom
-timestep {DT}
+timestep {a.timestep_fs * 1e-3}
 """
 
 
@@ -103,7 +103,7 @@ def chunk_deck(a, prelude, restart, upto, out_restart):
     start = setup_deck(a) if restart is None else f"read_restart {restart}\n"
     return f"""{prelude}
 {start}pair_style fusednequip dtype {a.dtype} device {a.device} comm {a.comm}
-pair_coeff * * nequix-mp-1 Si
+pair_coeff * * {a.model} Si
 fix md all nve
 thermo_style custom step temp pe ke etotal press
 thermo_modify format float %.15g norm no flush yes
@@ -154,6 +154,7 @@ def write_report(a, state, workdir, lmp, plugin, partial=False):
     """The drift report over the chunks done so far (partial: a run stopped by --max-seconds,
     named <done>of<steps>steps, so that a run spread over several calls reports each part)."""
     natoms = 8 * a.cells ** 3
+    model = os.path.splitext(os.path.basename(a.model))[0]
     # the series: each chunk's rows; a chunk's first row (its set-up, after read_restart) is
     # the previous chunk's last step again: kept as the restart jump, not as a point
     series, jumps = [], []
@@ -164,7 +165,8 @@ def write_report(a, state, workdir, lmp, plugin, partial=False):
             rows = rows[1:]
         series += rows
     done = state["chunks"][-1]["upto"]
-    t = [r["Step"] * DT for r in series]    # LAMMPS' `time` restarts at 0 after read_restart
+    dt = a.timestep_fs * 1e-3                       # ps (metal units)
+    t = [r["Step"] * dt for r in series]    # LAMMPS' `time` restarts at 0 after read_restart
     e = [r["TotEng"] for r in series]
     slope, icept = linear_fit(t, e)                 # eV per ps
     duration = t[-1] - t[0]                         # ps
@@ -181,7 +183,7 @@ def write_report(a, state, workdir, lmp, plugin, partial=False):
     ranks = f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else ""
     steps = f"{done}of{a.steps}steps" if partial else f"{a.steps}steps"
     out = os.path.join(a.results_dir,
-                       f"{date}-drift-{short}-{natoms}atoms-{a.dtype}-{steps}{ranks}.txt")
+                       f"{date}-drift-{short}-{model}-{natoms}atoms-{a.dtype}-{steps}{ranks}.txt")
     lines = [
         f"# bench/bench_drift.py: NVE energy drift, LAMMPS pair_style fusednequip",
         f"date: {date}",
@@ -191,10 +193,10 @@ def write_report(a, state, workdir, lmp, plugin, partial=False):
         f"lammps: {lmp}" + (f" (plugin {plugin})" if plugin else ""),
         f"ranks: {a.ranks}, comm {a.comm}"
         + (f", gpus {min(a.ranks, gpu_count())}" if a.device != "cpu" else ""),
-        f"system: diamond Si a = 5.43 A, {a.cells}^3 cells, {natoms} atoms, nequix-mp-1, "
+        f"system: diamond Si a = 5.43 A, {a.cells}^3 cells, {natoms} atoms, {a.model}, "
         f"dtype {a.dtype}, displaced <= 0.08 A, velocities for {a.temperature:g} K "
         f"(seed {a.seed})",
-        f"run: fix nve, 1 fs steps, {done} steps ({duration:g} ps)"
+        f"run: fix nve, {a.timestep_fs:g} fs steps, {done} steps ({duration:g} ps)"
         + (f" of {a.steps} (unfinished: the same command continues it)" if partial else "")
         + f", E_tot every "
         f"{a.thermo} steps, {len(state['chunks'])} chunk(s) joined by restart files",
@@ -210,7 +212,7 @@ def write_report(a, state, workdir, lmp, plugin, partial=False):
         "time: unknown",
         "",
         "# step time_ps temp_K pe_eV ke_eV etotal_eV",
-    ] + [f"{r['Step']:.0f} {r['Step'] * DT:.6g} {r['Temp']:.6g} {r['PotEng']:.12g} "
+    ] + [f"{r['Step']:.0f} {r['Step'] * dt:.6g} {r['Temp']:.6g} {r['PotEng']:.12g} "
          f"{r['KinEng']:.12g} {r['TotEng']:.12g}" for r in series]
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -228,6 +230,8 @@ def main():
     ap.add_argument("--temperature", type=float, default=300.0)
     ap.add_argument("--thermo", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=4928459)
+    ap.add_argument("--model", default="nequix-mp-1", help="a name or path; it must know Si")
+    ap.add_argument("--timestep-fs", type=float, default=1.0)
     ap.add_argument("--lmp", default=None)
     ap.add_argument("--plugin", default=None, help="`plugin load` this first (an lmp with "
                                                    "PLUGIN; default: found next to the build)")
@@ -247,7 +251,8 @@ def main():
     plugin = a.plugin or default_plugin(lmp)
     prelude = f"plugin load {os.path.abspath(plugin)}" if plugin else ""
     natoms = 8 * a.cells ** 3
-    tag = f"{natoms}atoms-{a.device}-{a.dtype}-{a.steps}steps" + (
+    model = os.path.splitext(os.path.basename(a.model))[0]
+    tag = f"{model}-{natoms}atoms-{a.device}-{a.dtype}-{a.steps}steps" + (
         f"-{a.ranks}ranks-{a.comm}" if a.ranks > 1 else "")
     workdir = a.workdir or os.path.join(
         ROOT, "build-gpu" if os.path.isdir(os.path.join(ROOT, "build-gpu")) else "build",

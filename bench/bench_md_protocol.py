@@ -8,10 +8,13 @@ replaced by its last answer: integrator, frames, the calculator's checks and con
 library's call alone; and the projection to 17 x 80,000 steps from the mean step.
 
 usage: python bench/bench_md_protocol.py --model M [--device cuda] [--dtype float32|float64]
-           [--steps 200] [--warmup 20] [--systems oxide,metal,liquid,ionic] [--peer nequix-jax]
+           [--steps 200] [--warmup 20] [--systems oxide,metal,liquid,ionic]
+           [--peer nequix-jax | --peer nequip-compiled --peer-model FILE]
 One JSON line per system, then the projection. `--peer nequix-jax` (a Nequix .nqx model): the
 same MD through nequix's own ASE calculator, JAX backend (the leaderboard's Nequix path), in the
-same run: its ms per step, the ratio, and its projection.
+same run: its ms per step, the ratio, and its projection. `--peer nequip-compiled --peer-model
+X-ase.nequip.pt2`: nequip's own ASE calculator on the same weights compiled by nequip-compile
+(make_nequip_peer_model.py compile --target ase), the leaderboard's NequIP path.
 """
 import argparse
 import json
@@ -132,6 +135,13 @@ def peer_calculator(args):
         from nequix.calculator import NequixCalculator
         name = os.path.splitext(os.path.basename(args.model))[0]
         return NequixCalculator(name, args.model, backend="jax", use_kernel=False)
+    if args.peer == "nequip-compiled":
+        # nequip's own ASE path for its foundation models: the package compiled by
+        # nequip-compile (AOTInductor, --target ase; make_nequip_peer_model.py compile)
+        from nequip.integrations.ase import NequIPCalculator
+        if not args.peer_model:
+            raise SystemExit("--peer nequip-compiled needs --peer-model FILE.nequip.pt2")
+        return NequIPCalculator.from_compiled_model(args.peer_model, device=args.device)
     return None
 
 
@@ -144,7 +154,9 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--systems", default="oxide,metal,liquid,ionic")
-    ap.add_argument("--peer", choices=["nequix-jax"], default=None)
+    ap.add_argument("--peer", choices=["nequix-jax", "nequip-compiled"], default=None)
+    ap.add_argument("--peer-model", default=None,
+                    help="nequip-compiled: the compiled model of the same weights (-ase.nequip.pt2)")
     args = ap.parse_args()
     calc = FusedNequIPCalculator(args.model, device=args.device, dtype=args.dtype,
                                  modal=args.modal)

@@ -19,7 +19,9 @@
 #   bash scripts/gpu/gpu-sevenn-batch.sh 2>&1 | tee $OUT/run.log   (a call cut by its limit keeps it)
 # PHASES= a comma-separated choice of the phases below (oeq, l3i5-oeq, cueq, l3i5-cueq, batch,
 # batch-nequix, lammps, md, oxide, md-nequix, lammps-nequix, md-float64, lammps-float64, largest,
-# e3nn); CTESTS=none runs no CTest.
+# oam-l, md-oam-l, lammps-oam-l, md-oam-l-float64, lammps-oam-l-float64, drift-oam-l-float32,
+# drift-oam-l-float64, e3nn); CTESTS=none runs no CTest. The OAM-L-like phases need no sevenn:
+# carry build-cmp/peer (with nequip's wheels: scripts/gpu/carry-peers.sh) and leave sevenn-lite.
 # Writes $OUT/ctest.log, sanitize.txt, bench.jsonl, batch.jsonl, lammps.jsonl, md.jsonl, largest.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -47,7 +49,7 @@ wait $lmp_pid
 echo "setup done at $(el) s"; tail -2 /tmp/oeq-build.log 2>/dev/null
 cli=build-gpu/cli/fusednequip
 ck=$FNQ_SEVENN_DIR/pretrained_potentials
-for m in "SevenNet_0__11Jul2024/checkpoint_sevennet_0.pth 7net0" "SevenNet_0__22May2024/checkpoint_sevennet_0.pth 7net0may" "SevenNet_MF_0/checkpoint_sevennet_mf_0.pth mf0"; do
+[ -d $ck ] && for m in "SevenNet_0__11Jul2024/checkpoint_sevennet_0.pth 7net0" "SevenNet_0__22May2024/checkpoint_sevennet_0.pth 7net0may" "SevenNet_MF_0/checkpoint_sevennet_mf_0.pth mf0"; do
   set -- $m; python3 -m fusednequip.convert $ck/$1 /tmp/$2.fnqm > /dev/null || echo "convert $1 FAILED"
 done
 l3ck=$ck/SevenNet_l3i5/checkpoint_l3i5.pth  # carried where the call has room for it
@@ -101,5 +103,25 @@ ph largest 120 && printf "plugin load %s\ninclude %s\n" "$PWD/build-gpu/pair_sty
     -var cells $n -var device cuda -var dtype float32 -var model /tmp/7net0.fnqm > /tmp/largest-$n.log 2>&1
   echo "largest cells $n ($((8*n*n*n)) atoms) rc=$?"; grep -E "Loop time|ERROR|cuda memory|does not fit" /tmp/largest-$n.log | head -4
 done 2>&1 | tee -a $OUT/largest.txt
+# issue 78: the OAM-L-like NequIP model made here by nequip 0.19.1 (carried wheels; too large to
+# carry: 77 MB) for the MD protocol's species, compiled by nequip-compile for nequip's own ASE
+# calculator, then the protocol beside it, LAMMPS at 216-1,000 atoms and NVE at 0.5 fs
+oaml=/tmp/oaml/nequip-peer.fnqm
+ph oam-l 150 && { timeout $T python3 bench/make_nequip_peer_model.py make /tmp/oaml --arch oam-l \
+    --species Si,O,H,Mg,Cu,Li > /tmp/oaml-make.log 2>&1; echo "oam-l make rc=$? at $(el) s"
+  tail -3 /tmp/oaml-make.log | cut -c1-300
+  timeout $T python3 bench/make_nequip_peer_model.py compile /tmp/oaml --target ase > /tmp/oaml-compile.log 2>&1
+  echo "oam-l compile rc=$? at $(el) s"; ls -la /tmp/oaml; } 2>&1 | tee -a $OUT/oaml.txt
+oamlpt=$(ls /tmp/oaml/nequip-peer-oeq-ase.nequip.pt2 2>/dev/null)
+[ -f $oaml ] && ph md-oam-l 60 && md --model $oaml --dtype float32 ${oamlpt:+--peer nequip-compiled --peer-model $oamlpt}
+[ -f $oaml ] && ph lammps-oam-l 40 && lmp --model $oaml --dtype float32 --cells 3,4,5
+[ -f $oaml ] && ph md-oam-l-float64 40 && md --model $oaml --dtype float64
+[ -f $oaml ] && ph lammps-oam-l-float64 40 && lmp --model $oaml --dtype float64 --cells 3,4,5
+for dt in float32 float64; do
+  [ -f $oaml ] && ph drift-oam-l-$dt 120 && timeout $T python3 bench/bench_drift.py --model $oaml \
+    --dtype $dt --cells 4 --steps 100000 --chunk 10000 --timestep-fs 0.5 --thermo 500 \
+    --lmp /tmp/fnq-lammps/lmp --plugin build-gpu/pair_style/fusednequipplugin.so \
+    --max-seconds $((T - 20)) --results-dir $OUT 2>&1 | tail -14 | tee -a $OUT/drift.txt
+done
 ph e3nn 20 && B --model 7net-0 --fnqm /tmp/7net0.fnqm --accelerator e3nn --sizes 4,8
 echo "all done at $(el) s"

@@ -4,8 +4,10 @@
 #   build-cmp/sevenn-lite  the sevenn 0.13.0 package with its checkpoints rewritten without their
 #                          optimizer and scheduler state (10-14 -> 3.5-5 MB each) and without
 #                          its LAMMPS/D3 shared objects, which the device never opens
-#   build-cmp/peer         the pure-Python or py3.12 wheels sevenn, nequix and the benchmarks need
-#                          beyond the device's torch, JAX and numpy, and OpenEquivariance's sdist
+#   build-cmp/peer         the pure-Python or py3.12 wheels sevenn, nequix, nequip 0.19.1 (to make
+#                          the OAM-L-like model there: bench/make_nequip_peer_model.py, 40 s on
+#                          this 2-core VM) and the benchmarks need beyond the device's torch,
+#                          lightning, JAX and numpy, and OpenEquivariance's sdist
 #   .models/nequix         nequix-mp-1 only (the other Nequix models would pass 64 MiB)
 # Needs a Python with torch to rewrite the checkpoints: $TORCH_PYTHON, else a CPU-torch venv made
 # once in /tmp/sevenn-venv.
@@ -35,7 +37,9 @@ P="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform 
 rm -rf build-cmp/peer && mkdir -p build-cmp/peer
 "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $P \
   -d build-cmp/peer ase==3.29.0 braceexpand e3nn==0.6.0 matscipy==1.3.1 nanobind opt_einsum \
-  opt_einsum_fx platformdirs torch_geometric tqdm nequix==0.4.5 e3nn-jax==0.21.0 jraph
+  opt_einsum_fx platformdirs torch_geometric tqdm nequix==0.4.5 e3nn-jax==0.21.0 jraph \
+  nequip==0.19.1 hydra-core==1.3.8 omegaconf==2.3.1 lmdb==3.0.0
+"$py" -m pip wheel -q --no-deps -w build-cmp/peer antlr4-python3-runtime==4.9.3  # an sdist only
 "$py" -m pip download -q --no-deps --no-binary=:all: -d build-cmp/peer openequivariance==0.7.0
 mkdir -p .models/nequix && cp ../shared/models/nequix/nequix-mp-1.nqx .models/nequix/
 du -sh build-cmp/sevenn-lite build-cmp/peer .models
