@@ -4,7 +4,8 @@
 # distribution's LAMMPS, with its source headers from scripts/lammps-headers.sh). With --python,
 # also make build/venv with the packages the Python tests use (ASE, NumPy, pytest, from the
 # package registry), and install Debian's torch and PyYAML for the system Python, which the
-# NequIP 0.6 converter test uses. Safe to run again.
+# NequIP 0.6 converter test uses, and build/torchsim-venv (torch, torch-sim) for the TorchSim
+# interface test. Safe to run again.
 #
 # FNQ_ENABLE_CUDA=AUTO|ON|OFF (default AUTO: the CUDA backend is built where nvcc is found)
 # and FNQ_TARGETS (default: everything; e.g. "lmp_fusednequip") choose what is built;
@@ -44,6 +45,19 @@ if ((with_python)); then
     touch build/venv/.fnq-ready
   fi
   cmake_args+=(-DPython3_EXECUTABLE="$PWD/build/venv/bin/python")
+  # TorchSim's interface test (python_torchsim) in its own venv: torch-sim pins its torch, and
+  # the library and its other tests stay torch-free. PyPI's torch is its CUDA build (~3 GB with
+  # the NVIDIA libraries, 2-4 minutes); FNQ_TORCHSIM=0 leaves it out (the test then is disabled)
+  if [ "${FNQ_TORCHSIM:-1}" != 0 ]; then
+    if [ ! -f build/torchsim-venv/.fnq-ready ]; then
+      echo "setup: creating build/torchsim-venv (torch-sim-atomistic 0.3.0, pytest)"
+      python3 -m venv build/torchsim-venv
+      build/torchsim-venv/bin/pip install -q --upgrade pip
+      build/torchsim-venv/bin/pip install -q "torch-sim-atomistic==0.3.0" "ase>=3.23,<4" "pytest>=7"
+      touch build/torchsim-venv/.fnq-ready
+    fi
+    cmake_args+=(-DFNQ_TORCHSIM_PYTHON="$PWD/build/torchsim-venv/bin/python")
+  fi
 fi
 
 cmake -S . -B build "${cmake_args[@]}" ${FNQ_CMAKE_ARGS:-} >/dev/null
