@@ -9,7 +9,7 @@ system of a SimState evaluated in one fnq_ctx_compute_batch (one graph on the GP
 
 Needs torch and torch-sim; the rest of the package does not. The state's tensors are copied to
 the host for the library's call (positions, cells: a few hundred kB for thousands of atoms)
-and the results back to the state's device.
+as flat arrays (Context.compute_batch_arrays) and the results back to the state's device.
 """
 import numpy as np
 import torch
@@ -77,20 +77,17 @@ class FusedNequIPModel(ModelInterface):
                                          else state.pbc, dtype=bool), 3)
         species = self._species(numbers)
         offsets = np.concatenate([[0], np.cumsum(counts)])
-        structures = [(pos[a:b], species[a:b], cells[s], pbc)
-                      for s, (a, b) in enumerate(zip(offsets[:-1], offsets[1:]))]
-        results = self._context.compute_batch(structures)
-        out = {"energy": self._tensor([r[0] for r in results])}
+        # flat arrays in, flat arrays out: no Python work per structure
+        energies, _, forces, virials = self._context.compute_batch_arrays(
+            pos, species, offsets, cells, pbc)
+        out = {"energy": self._tensor(energies)}
         if self._compute_forces:
-            out["forces"] = self._tensor(np.concatenate([r[2] for r in results])
-                                         if results else np.zeros((0, 3)))
+            out["forces"] = self._tensor(forces)
         if self._compute_stress:
-            stress = np.zeros((n_systems, 3, 3))
-            for s, r in enumerate(results):
-                xx, yy, zz, yz, xz, xy = r[3]
-                virial = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-                stress[s] = -virial / abs(np.linalg.det(cells[s]))  # ASE's sign, as TorchSim's
-            out["stress"] = self._tensor(stress)
+            xx, yy, zz, yz, xz, xy = virials.T
+            virial = np.stack([xx, xy, xz, xy, yy, yz, xz, yz, zz], axis=1).reshape(-1, 3, 3)
+            volume = np.abs(np.linalg.det(cells)) if n_systems else np.zeros(0)
+            out["stress"] = self._tensor(-virial / volume[:, None, None])  # ASE's sign
         return out
 
     def _tensor(self, values):

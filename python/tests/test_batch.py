@@ -124,6 +124,33 @@ def test_batch_equals_single_calls(family_models, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_flat_arrays_are_the_structures_results(family_models, device):
+    """compute_batch_arrays (TorchSim's path: flat arrays, no Python per structure) gives the
+    per-structure call's numbers bit for bit; its offsets are checked; an empty batch is empty"""
+    family, model = family_models[0]
+    ctx = Context(model, device=device, dtype="float64")
+    images = mixed_batch(list(model.species), seed=5)
+    structures = as_structures(model, images)
+    listed = ctx.compute_batch(structures)
+    offsets = np.concatenate([[0], np.cumsum([len(a) for a in images])])
+    cells = np.stack([np.zeros((3, 3)) if c is None else c for _, _, c, _ in structures])
+    pbcs = np.stack([np.broadcast_to(p, 3) for _, _, _, p in structures])
+    e, ea, f, v = ctx.compute_batch_arrays(np.concatenate([p for p, _, _, _ in structures]),
+                                           np.concatenate([z for _, z, _, _ in structures]),
+                                           offsets, cells, pbcs)
+    for s, (e1, ea1, f1, v1) in enumerate(listed):
+        a, b = offsets[s], offsets[s + 1]
+        assert e[s] == e1 and np.array_equal(v[s], v1), f"structure {s}"
+        assert np.array_equal(ea[a:b], ea1) and np.array_equal(f[a:b], f1), f"structure {s}"
+    with pytest.raises(ValueError, match="offsets"):
+        ctx.compute_batch_arrays(np.zeros((4, 3)), np.zeros(4), [0, 3, 2])
+    with pytest.raises(ValueError, match="offsets"):
+        ctx.compute_batch_arrays(np.zeros((4, 3)), np.zeros(4), [0, 2, 3])
+    e, ea, f, v = ctx.compute_batch_arrays(np.zeros((0, 3)), np.zeros(0), [0])
+    assert e.shape == (0,) and f.shape == (0, 3) and v.shape == (0, 6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_batch_repeats_and_order(family_models, device):
     family, model = family_models[0]
     ctx = Context(model, device=device, dtype="float64")
