@@ -1,5 +1,5 @@
-"""Many small structures: one batched call (Context.compute_batch: every structure's neighbour
-list, one graph, one evaluation) against the same structures one call each, and against one
+"""Many small structures: one batched call (Context.compute_batch_arrays, and compute_batch on a
+list of structures: every structure's neighbour list, one graph, one evaluation) against the same structures one call each, and against one
 crystal of the same total size, in one run. Structures: rattled cubic cells of 8 atoms (diamond
 Si, or rock-salt Mg/Ni oxide with the cations shuffled), repeated to 8, 64 and 216 atoms, each
 rattled with its own seed; enough of them for --total-atoms. Energy, forces and stress (virial)
@@ -11,6 +11,8 @@ usage: python bench/bench_batch.py --model M.fnqm [--device cuda] [--structure s
 """
 import argparse
 import json
+
+import numpy as np
 
 from fusednequip import Context, Model
 from si_workload import oxide_crystal, rattled, si_crystal
@@ -53,9 +55,18 @@ def main():
             rows[mode] = row
             print(json.dumps(row), flush=True)
 
-        t, n = median_seconds(lambda: ctx.compute_batch(structures), args.min_seconds,
+        # the batch as flat arrays (compute_batch_arrays, TorchSim's path), then as a list of
+        # structures (compute_batch: Python's packing and splitting per structure included)
+        flat = (np.concatenate([p for p, _, _, _ in structures]),
+                np.concatenate([z for _, z, _, _ in structures]),
+                np.arange(count + 1) * per, np.stack([c for _, _, c, _ in structures]),
+                np.stack([p for _, _, _, p in structures]))
+        t, n = median_seconds(lambda: ctx.compute_batch_arrays(*flat), args.min_seconds,
                               args.max_repeats)
         record("batch", t, n, 1)
+        t, n = median_seconds(lambda: ctx.compute_batch(structures), args.min_seconds,
+                              args.max_repeats)
+        record("batch_list", t, n, 1)
         # one call a structure, over a slice when the loop would take long; scaled to all
         loop = structures[: max(1, min(count, 256))]
         t, n = median_seconds(lambda: [ctx.compute(*s) for s in loop], args.min_seconds,
