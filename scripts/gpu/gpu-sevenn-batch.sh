@@ -1,5 +1,5 @@
 #!/bin/bash
-# SevenNet and batched evaluation on one GPU in one call (issues 76, 77), each phase only while
+# SevenNet, batched evaluation and small-system MD on one GPU (issues 76-78), each phase only while
 # time is left: a CUDA build made on the CPU machine (scripts/gpu/carry-build.sh, then
 # `tar cJf build-cmp/build-gpu.tar.xz -C build-carry .`), LAMMPS from .deps/lammps-src.tar.xz, the
 # sevenn/batch GPU CTests beside compute-sanitizer memcheck, then 7net-0 against sevenn 0.13
@@ -9,9 +9,11 @@
 # nequix-mp-1 do not fit in one call together). Carry (about 62 MiB with the tree):
 #   build-cmp/build-gpu.tar.xz  the build above
 #   build-cmp/sevenn-lite       the sevenn 0.13.0 package, checkpoints without optimizer state
+#                               (7net-l3i5 too: 4.8 MB; 62 MiB in all with it)
 #   build-cmp/peer              ase, braceexpand, e3nn 0.6, matscipy, nanobind, opt_einsum(_fx),
 #                               platformdirs, torch_geometric, tqdm, nequix 0.4.5, e3nn_jax,
-#                               jraph wheels (py3.12), the
+#                               jraph, nequip 0.19.1 and its hydra/omegaconf/antlr4/lmdb wheels
+#                               (py3.12; scripts/gpu/carry-peers.sh makes them and sevenn-lite), the
 #                               OpenEquivariance 0.7.0 sdist, cuEquivariance 0.9.1 unpacked in
 #                               cueq-0.9.1.tar.xz (Triton caches of other GPUs than sm_90 left out)
 #   .deps                       libcjson and LAMMPS' source (lammps-src.tar.xz)
