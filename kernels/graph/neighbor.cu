@@ -1,6 +1,6 @@
 /*
  * neighbor.cu: count and fill passes of the cell-list search (one warp per atom, in the order
- * of the shared fnq__cell_visit), and the by-sender index through a stable radix sort, so every ordering is
+ * of the host's visit in core/src/graph/neighbor.c), and the by-sender index through a stable radix sort, so every ordering is
  * deterministic.
  */
 #include <cub/device/device_radix_sort.cuh>
@@ -13,7 +13,7 @@ namespace fnqcu {
 constexpr int kSearchThreads = 128, kAtomsPerBlock = kSearchThreads / 32;
 
 /*
- * fnq__cell_visit for atom i by a warp, in its order (bin offset, then atom order within the
+ * The host's visit (neighbor.c: host_visit) for atom i by a warp, in its order (bin offset, then atom order within the
  * bin), so both builders produce the same list. Lane k takes offset k of a chunk of 32: its bin,
  * image and candidate range, all lanes at once; the ranges are then walked as one list, 32
  * candidates at a time (each lane finds its candidate's offset by a binary search over the

@@ -6,8 +6,10 @@
  * caller's rows, with missing rows of non-periodic axes completed), fractional coordinates
  * wrapped into [0, 1) along periodic axes, bins whose width perpendicular to each pair of cell
  * faces is at least the cutoff where the cell allows, the search reach in bins, and atoms
- * sorted by bin. fnq__cell_visit then finds the neighbours of one atom; it is plain C that
- * also compiles as CUDA device code.
+ * sorted by bin. The helpers below (a bin's neighbour bins and their images, one pair's vector)
+ * are plain C that also compiles as CUDA device code: both searches, the host's (neighbor.c)
+ * and the GPU's warp-wide one (kernels/graph/neighbor.cu), visit the bins in the same order and
+ * compute each vector the same way, so they make the same list.
  */
 #pragma once
 
@@ -106,45 +108,3 @@ static inline FNQ_HD void fnq__cell_of(const struct fnq_cell_view *gr, int64_t i
     b[2] = bi % gr->nbin[2];
 }
 
-/*
- * Visit the neighbours of atom i: every (j, image) with |r| < cutoff, r = x_j - x_i + S.cell,
- * except j == i at S = 0. Writes them (when out_send is not NULL) in a fixed order: bin offset,
- * then atom order within the bin. Returns the count; *min_d2 (if given) gets the smallest |r|^2.
- * (The GPU's warp-wide visit, kernels/graph/neighbor.cu, keeps this order.)
- */
-static inline FNQ_HD int64_t fnq__cell_visit(const struct fnq_cell_view *gr, const double *pos,
-                                             int64_t i, double rc2, int64_t *out_send,
-                                             double *out_vec, double *min_d2)
-{
-    int64_t b[3];
-    fnq__cell_of(gr, i, b);
-    int64_t count = 0;
-    double best = 1e300;
-    for (int64_t o0 = -gr->reach[0]; o0 <= gr->reach[0]; o0++)
-        for (int64_t o1 = -gr->reach[1]; o1 <= gr->reach[1]; o1++)
-            for (int64_t o2 = -gr->reach[2]; o2 <= gr->reach[2]; o2++) {
-                const int64_t o[3] = {o0, o1, o2};
-                int64_t bin, img[3];
-                if (!fnq__cell_offset(gr, b, o, &bin, img))
-                    continue;
-                for (int64_t q = gr->bin_start[bin]; q < gr->bin_start[bin + 1]; q++) {
-                    const int64_t j = gr->bin_atoms[q];
-                    double r[3];
-                    const double d2 = fnq__cell_pair(gr, pos, i, j, img, r);
-                    if (d2 < 0.0 || d2 >= rc2)
-                        continue;
-                    if (d2 < best)
-                        best = d2;
-                    if (out_send) {
-                        out_send[count] = j;
-                        out_vec[3 * count + 0] = r[0];
-                        out_vec[3 * count + 1] = r[1];
-                        out_vec[3 * count + 2] = r[2];
-                    }
-                    count++;
-                }
-            }
-    if (min_d2)
-        *min_d2 = best;
-    return count;
-}
