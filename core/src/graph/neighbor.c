@@ -305,9 +305,10 @@ static int bin_out_of_reach(const struct host_search *h, int64_t bin, const int6
     return d2 >= h->reach2;
 }
 
-/* atom i's neighbours from the bins within reach; only their count without out_send */
+/* atom i's neighbours from the bins within reach; only their count without out_send; with
+ * bound_only, the candidates those bins hold (a bound on the count, no distances computed) */
 static int64_t host_visit(const struct host_search *h, const double *pos, int64_t i, double rc2,
-                          int64_t *out_send, double *out_vec)
+                          int64_t *out_send, double *out_vec, int bound_only)
 {
     const struct fnq_cell_view *gr = h->view;
     int64_t b[3], count = 0;
@@ -321,6 +322,10 @@ static int64_t host_visit(const struct host_search *h, const double *pos, int64_
                     gr->bin_start[bin] == gr->bin_start[bin + 1] ||
                     bin_out_of_reach(h, bin, img, i))
                     continue;
+                if (bound_only) {
+                    count += gr->bin_start[bin + 1] - gr->bin_start[bin];
+                    continue;
+                }
                 for (int64_t q = gr->bin_start[bin]; q < gr->bin_start[bin + 1]; q++) {
                     const int64_t j = gr->bin_atoms[q];
                     double r[3];
@@ -337,23 +342,6 @@ static int64_t host_visit(const struct host_search *h, const double *pos, int64_
                 }
             }
     return count;
-}
-
-/* How many candidates atom i's visit looks at: a bound on its neighbour count. */
-static int64_t visit_bound(const struct host_search *h, int64_t i)
-{
-    const struct fnq_cell_view *gr = h->view;
-    int64_t b[3], total = 0;
-    fnq__cell_of(gr, i, b);
-    for (int64_t o0 = -gr->reach[0]; o0 <= gr->reach[0]; o0++)
-        for (int64_t o1 = -gr->reach[1]; o1 <= gr->reach[1]; o1++)
-            for (int64_t o2 = -gr->reach[2]; o2 <= gr->reach[2]; o2++) {
-                const int64_t o[3] = {o0, o1, o2};
-                int64_t bin, img[3];
-                if (fnq__cell_offset(gr, b, o, &bin, img) && !bin_out_of_reach(h, bin, img, i))
-                    total += gr->bin_start[bin + 1] - gr->bin_start[bin];
-            }
-    return total;
 }
 
 static enum fnq_status too_many_neighbours(int64_t i, int64_t count, const struct fnq_limits *lim)
@@ -378,16 +366,16 @@ static enum fnq_status edges_one_pass(struct fnq_graph_buf *b, const struct host
     int64_t total = 0;
     b->recv_start[0] = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t room = visit_bound(gr, i);
+        int64_t room = host_visit(gr, pos, i, rc2, NULL, NULL, 1);
         /* many candidates (a tiny cell, wrong units): count first, never reserve them all */
         if (room > 4 * lim->max_neighbors) {
-            room = host_visit(gr, pos, i, rc2, NULL, NULL);
+            room = host_visit(gr, pos, i, rc2, NULL, NULL, 0);
             if (room > lim->max_neighbors)
                 return too_many_neighbours(i, room, lim);
         }
         FNQ_CHECK(fnq__graph_reserve_growing(b, n, total + room));
         const int64_t k =
-            host_visit(gr, pos, i, rc2, b->edge_send + total, b->edge_vec + 3 * total);
+            host_visit(gr, pos, i, rc2, b->edge_send + total, b->edge_vec + 3 * total, 0);
         if (k > lim->max_neighbors)
             return too_many_neighbours(i, k, lim);
         for (int64_t q = 0; q < k; q++)
@@ -407,7 +395,7 @@ static enum fnq_status edges_two_passes(struct fnq_graph_buf *b, const struct ho
     int64_t *cnt = b->scratch;
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < n; i++)
-        cnt[i] = host_visit(gr, pos, i, rc2, NULL, NULL);
+        cnt[i] = host_visit(gr, pos, i, rc2, NULL, NULL, 0);
     int64_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         if (cnt[i] > lim->max_neighbors)
@@ -422,7 +410,7 @@ static enum fnq_status edges_two_passes(struct fnq_graph_buf *b, const struct ho
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < n; i++) {
         int64_t e0 = b->recv_start[i];
-        int64_t k = host_visit(gr, pos, i, rc2, b->edge_send + e0, b->edge_vec + 3 * e0);
+        int64_t k = host_visit(gr, pos, i, rc2, b->edge_send + e0, b->edge_vec + 3 * e0, 0);
         for (int64_t q = 0; q < k; q++)
             b->edge_recv[e0 + q] = i;
     }
